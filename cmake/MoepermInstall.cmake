@@ -1,0 +1,20 @@
+# install() + an exported package, so find_package(moeperm CONFIG) works from the prefix.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS moeperm moeperm_cli EXPORT moepermTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(EXPORT moepermTargets NAMESPACE moeperm:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/moeperm)
+export(EXPORT moepermTargets NAMESPACE moeperm:: FILE ${PROJECT_BINARY_DIR}/moepermTargets.cmake)
+
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/moepermConfig.cmake.in
+                              ${PROJECT_BINARY_DIR}/moepermConfig.cmake
+                              INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/moeperm)
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/moepermConfigVersion.cmake
+                                 COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/moepermConfig.cmake ${PROJECT_BINARY_DIR}/moepermConfigVersion.cmake
+        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/moeperm)

@@ -1,0 +1,183 @@
+// moeperm: the modern C++ API.
+//
+// The CANN C functions (aclnnop/*.h) are a thin layer over this API. It separates the
+// two things CANN's executor bundles together:
+//   * a Plan, built from descriptors (dtype, shape, strides, offset) alone. Building it
+//     validates every SPEC §5 rule that does not need tensor data and sizes the workspace.
+//     A Plan never sees data pointers, is immutable, cheap to copy and reusable;
+//   * run(plan, data, workspace): executes synchronously on the calling thread, after the
+//     data-dependent checks (SPEC §5.7) that must read indices before anything is written.
+// Every failure throws moeperm::Error carrying CANN's status code and a message that
+// names the argument, what was expected and what was given.
+#pragma once
+
+#include <moeperm/export.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace moeperm {
+
+// Element types. The values are CANN's aclDataType values.
+enum class DType : int32_t {
+  f32 = 0,
+  f16 = 1,
+  i8 = 2,
+  i32 = 3,
+  u8 = 4,
+  i64 = 9,
+  f64 = 11,
+  boolean = 12,
+  bf16 = 27,
+};
+
+// Status codes. The values are CANN's aclnnStatus values (SPEC §5).
+enum class Code : int32_t {
+  ok = 0,
+  null_pointer = 161001,
+  invalid_param = 161002,
+  runtime_error = 361001,
+  tiling_error = 561002,
+  inner_nullptr = 561103,
+};
+
+MOEPERM_API const char *to_string(DType dtype) noexcept;
+MOEPERM_API const char *to_string(Code code) noexcept;
+// Bytes per element; 0 for a value that is not a DType.
+MOEPERM_API int64_t element_size(DType dtype) noexcept;
+
+class MOEPERM_API Error : public std::runtime_error {
+ public:
+  Error(Code code, const std::string &message);
+  Code code() const noexcept { return code_; }
+
+ private:
+  Code code_;
+};
+
+// The geometry of a tensor view, in elements.
+struct TensorDesc {
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;  // empty: row-major contiguous
+  int64_t offset = 0;            // storage offset of element [0, ..., 0]
+  // Number of elements of the allocation the view lives in; when given, every element of
+  // the view must lie inside [0, storage_elements).
+  std::optional<int64_t> storage_elements;
+
+  static TensorDesc contiguous(DType dtype, std::vector<int64_t> shape);
+};
+
+// MoeTokenPermuteWithRoutingMap (SPEC §2). Names follow CANN's parameters.
+struct PermuteDesc {
+  TensorDesc tokens;                      // [T, H]
+  TensorDesc routing_map;                 // [T, E] int8 or bool
+  std::optional<TensorDesc> probs;        // [T, E]
+  int64_t num_out_tokens = 0;             // T*K (drop-less) or E*C (drop-and-pad)
+  bool drop_and_pad = false;
+  TensorDesc permuted_tokens;             // [R, H] out
+  std::optional<TensorDesc> permuted_probs;  // [R] out
+  TensorDesc sorted_indices;              // [R] int32 out
+};
+
+// Storage base pointers (element 0 of each allocation; the descriptor's offset applies).
+struct PermuteData {
+  const void *tokens = nullptr;
+  const void *routing_map = nullptr;
+  const void *probs = nullptr;
+  void *permuted_tokens = nullptr;
+  void *permuted_probs = nullptr;
+  void *sorted_indices = nullptr;
+};
+
+// MoeTokenPermuteWithRoutingMapGrad (SPEC §3).
+struct PermuteGradDesc {
+  TensorDesc permuted_token_output_grad;                 // G [R, H]
+  std::optional<TensorDesc> permuted_probs_output_grad;  // P [R]
+  TensorDesc sorted_indices;                             // S [R] int32
+  std::optional<TensorDesc> routing_map;                 // M [T, E]
+  int64_t num_experts = 0;
+  int64_t tokens_num = 0;
+  bool drop_and_pad = false;
+  TensorDesc tokens_grad_out;                 // [T, H] out
+  std::optional<TensorDesc> probs_grad_out;   // [T, E] out
+};
+
+struct PermuteGradData {
+  const void *permuted_token_output_grad = nullptr;
+  const void *permuted_probs_output_grad = nullptr;
+  const void *sorted_indices = nullptr;
+  const void *routing_map = nullptr;
+  void *tokens_grad_out = nullptr;
+  void *probs_grad_out = nullptr;
+};
+
+// Which implementation runs a plan. `automatic` takes the first backend that supports the
+// plan from the ordered list (fastest first, the naive reference last). The environment
+// variable MOEPERM_BACKEND=cpu|reference overrides `automatic`.
+enum class Backend { automatic, cpu, reference };
+
+struct PlanOptions {
+  Backend backend = Backend::automatic;
+};
+
+// The sizes a plan resolved (SPEC notation).
+struct Sizes {
+  int64_t tokens = 0;       // T
+  int64_t experts = 0;      // E
+  int64_t hidden = 0;       // H
+  int64_t top_k = 0;        // K (drop-less)
+  int64_t capacity = 0;     // C (drop-and-pad)
+  int64_t rows = 0;         // R
+};
+
+namespace detail {
+struct Plan;
+}
+
+class MOEPERM_API Plan {
+ public:
+  // Bytes of workspace run() needs; 0 when it needs none.
+  uint64_t workspace_bytes() const noexcept;
+  Sizes sizes() const noexcept;
+  bool drop_and_pad() const noexcept;
+  bool is_grad() const noexcept;
+  const char *backend_name() const noexcept;
+  // A one-line, human-readable description (op, mode, sizes, dtypes, backend, workspace).
+  std::string to_string() const;
+
+  explicit Plan(std::shared_ptr<const detail::Plan> impl) : impl_(std::move(impl)) {}
+  const detail::Plan &impl() const noexcept { return *impl_; }
+
+ private:
+  std::shared_ptr<const detail::Plan> impl_;
+};
+
+MOEPERM_API Plan plan_permute(const PermuteDesc &desc, const PlanOptions &options = {});
+MOEPERM_API Plan plan_permute_grad(const PermuteGradDesc &desc, const PlanOptions &options = {});
+
+// Runs a plan synchronously. The workspace must hold at least plan.workspace_bytes()
+// bytes (no alignment requirement). Throws Error; on a data error nothing is written.
+MOEPERM_API void run(const Plan &plan, const PermuteData &data, std::span<std::byte> workspace);
+MOEPERM_API void run(const Plan &plan, const PermuteGradData &data,
+                     std::span<std::byte> workspace);
+
+// One-shot conveniences: plan, allocate the workspace, run.
+MOEPERM_API void permute(const PermuteDesc &desc, const PermuteData &data,
+                         const PlanOptions &options = {});
+MOEPERM_API void permute_grad(const PermuteGradDesc &desc, const PermuteGradData &data,
+                              const PlanOptions &options = {});
+
+// Threads used by the CPU backend: MOEPERM_NUM_THREADS when set, else the value given
+// here (n <= 0 restores the default), else the hardware threads. Results are bitwise the
+// same for every thread count.
+MOEPERM_API void set_num_threads(int n);
+MOEPERM_API int get_num_threads();
+
+}  // namespace moeperm

@@ -1,0 +1,105 @@
+#include "backend/registry.hpp"
+
+#include <array>
+#include <cstdlib>
+#include <string_view>
+
+#include "core/messages.hpp"
+
+namespace moeperm::detail {
+
+// Defined by each backend's translation unit.
+extern const BackendOps kCpuBackend;
+extern const BackendOps kReferenceBackend;
+
+namespace {
+
+const std::array<const BackendOps *, 2> &ordered() {
+  static const std::array<const BackendOps *, 2> list{&kCpuBackend, &kReferenceBackend};
+  return list;
+}
+
+}  // namespace
+
+const BackendOps &backend_ops(BackendId id) {
+  for (const BackendOps *b : ordered())
+    if (b->id == id) return *b;
+  return kReferenceBackend;
+}
+
+Status select_backend(Plan &plan, Backend requested) {
+  if (requested == Backend::automatic) {
+    if (const char *env = std::getenv("MOEPERM_BACKEND"); env && *env) {
+      const std::string_view v(env);
+      if (v == "cpu") requested = Backend::cpu;
+      else if (v == "reference" || v == "ref") requested = Backend::reference;
+      else if (v != "auto")
+        return inconsistent(plan.api(), cat("MOEPERM_BACKEND must be cpu, reference or auto, got '",
+                                            v, "'"));
+    }
+  }
+  const BackendOps *chosen = nullptr;
+  for (const BackendOps *b : ordered()) {
+    const bool wanted = requested == Backend::automatic ||
+                        (requested == Backend::cpu && b->id == BackendId::cpu) ||
+                        (requested == Backend::reference && b->id == BackendId::reference);
+    if (wanted && b->supports(plan)) {
+      chosen = b;
+      break;
+    }
+  }
+  // A pinned backend that cannot take this plan (an empty problem) defers to the reference,
+  // which supports everything: results are defined by SPEC, not by the backend.
+  if (!chosen) chosen = &kReferenceBackend;
+  plan.backend = chosen->id;
+  plan.workspace = WorkspaceLayout{};
+  chosen->prepare(plan);
+  return Status::success();
+}
+
+Status check_buffers(const Plan &plan, const Buffers &b) {
+  const char *api = plan.api();
+  const bool fwd = plan.op == Op::permute;
+  const int64_t th = plan.T * plan.H, rh = plan.R * plan.H, te = plan.T * plan.E;
+  if (th > 0 && !b.tokens) return null_data(api, fwd ? "tokens" : "tokensGradOut", th);
+  if (rh > 0 && !b.permuted)
+    return null_data(api, fwd ? "permuteTokensOut" : "permutedTokenOutputGrad", rh);
+  if (plan.has_routing_map && te > 0 && !b.routing_map)
+    return null_data(api, fwd ? "routingMap" : "routingMapOptional", te);
+  if (plan.R > 0 && !b.sorted_indices)
+    return null_data(api, fwd ? "sortedIndicesOut" : "sortedIndices", plan.R);
+  const bool dense_probs_used = fwd ? plan.probs == ProbsWork::compute : plan.probs != ProbsWork::none;
+  const bool permuted_probs_used = fwd ? plan.probs != ProbsWork::none : plan.probs == ProbsWork::compute;
+  if (dense_probs_used && te > 0 && !b.dense_probs)
+    return null_data(api, fwd ? "probsOptional" : "probsGradOutOptional", te);
+  if (permuted_probs_used && plan.R > 0 && !b.permuted_probs)
+    return null_data(api, fwd ? "permuteProbsOutOptional" : "permutedProbsOutputGradOptional",
+                     plan.R);
+  return Status::success();
+}
+
+Status check_workspace(const Plan &plan, const void *workspace, uint64_t workspace_bytes) {
+  const uint64_t need = detail::workspace_bytes(plan);
+  if (workspace_bytes < need)
+    return inconsistent(plan.api(), cat("workspaceSize = ", workspace_bytes,
+                                        " is smaller than the ", need,
+                                        " bytes the first phase asked for"));
+  if (need > 0 && !workspace)
+    return null_argument_because(plan.api(), "workspace", cat("workspaceSize is ", need));
+  return Status::success();
+}
+
+Status execute(const Plan &plan, const Buffers &buffers, void *workspace, uint64_t workspace_bytes) {
+  MOEPERM_TRY(check_buffers(plan, buffers));
+  MOEPERM_TRY(check_workspace(plan, workspace, workspace_bytes));
+  const uint64_t need = detail::workspace_bytes(plan);
+  std::byte *base = nullptr;
+  if (need > 0) {
+    const auto addr = reinterpret_cast<uintptr_t>(workspace);
+    const uintptr_t a = WorkspaceLayout::kAlignment;
+    base = static_cast<std::byte *>(workspace) + ((a - addr % a) % a);
+  }
+  return backend_ops(plan.backend).run(plan, buffers, base);
+}
+
+}  // namespace moeperm::detail

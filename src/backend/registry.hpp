@@ -1,0 +1,30 @@
+#pragma once
+
+#include <moeperm/moeperm.hpp>
+
+#include <cstdint>
+#include <span>
+
+#include "backend/backend.hpp"
+
+namespace moeperm::detail {
+
+const BackendOps &backend_ops(BackendId id);
+
+// Picks the backend (the requested one, MOEPERM_BACKEND when `automatic`, else the first
+// that supports the plan) and lets it lay out its workspace.
+Status select_backend(Plan &plan, Backend requested);
+
+// Checks the data pointers and the workspace, realigns it and runs the plan's backend.
+Status execute(const Plan &plan, const Buffers &buffers, void *workspace, uint64_t workspace_bytes);
+
+// Null data pointers of tensors that have elements (SPEC §5.2 applied to data).
+Status check_buffers(const Plan &plan, const Buffers &buffers);
+
+// The workspace is large enough and non-null when it must be.
+Status check_workspace(const Plan &plan, const void *workspace, uint64_t workspace_bytes);
+
+// Bytes the caller must provide: the layout plus slack to realign any base address.
+inline uint64_t workspace_bytes(const Plan &plan) { return plan.workspace.required_with_slack(); }
+
+}  // namespace moeperm::detail

@@ -1,0 +1,84 @@
+#include "capi/executor.hpp"
+
+#include <map>
+#include <mutex>
+
+#include "backend/registry.hpp"
+#include "capi/last_error.hpp"
+#include "capi/stream.hpp"
+#include "core/messages.hpp"
+
+namespace moeperm::capi {
+namespace {
+
+std::mutex g_mu;
+uintptr_t g_next_handle = 0x1000;  // handles are ids, not addresses: never reused
+std::map<uintptr_t, std::unique_ptr<Executor>> &executors() {
+  static std::map<uintptr_t, std::unique_ptr<Executor>> m;
+  return m;
+}
+
+const char *api_of(detail::Op op) {
+  return op == detail::Op::permute ? "aclnnMoeTokenPermuteWithRoutingMap"
+                                   : "aclnnMoeTokenPermuteWithRoutingMapGrad";
+}
+
+}  // namespace
+
+aclOpExecutor *register_executor(std::unique_ptr<Executor> executor) {
+  std::lock_guard lock(g_mu);
+  const uintptr_t id = g_next_handle;
+  g_next_handle += 16;
+  executors()[id] = std::move(executor);
+  return reinterpret_cast<aclOpExecutor *>(id);
+}
+
+std::unique_ptr<Executor> take_executor(aclOpExecutor *handle) {
+  std::lock_guard lock(g_mu);
+  auto it = executors().find(reinterpret_cast<uintptr_t>(handle));
+  if (it == executors().end()) return nullptr;
+  std::unique_ptr<Executor> e = std::move(it->second);
+  executors().erase(it);
+  return e;
+}
+
+int64_t live_executors() {
+  std::lock_guard lock(g_mu);
+  return static_cast<int64_t>(executors().size());
+}
+
+aclnnStatus finish_first_phase(const detail::Plan &plan, const detail::Buffers &buffers,
+                               uint64_t *workspace_size, aclOpExecutor **executor) {
+  if (!workspace_size) return report(detail::null_argument(plan.api(), "workspaceSize"));
+  if (!executor) return report(detail::null_argument(plan.api(), "executor"));
+  if (detail::Status s = detail::check_buffers(plan, buffers); !s.ok()) return report(s);
+  auto e = std::make_unique<Executor>();
+  e->plan = plan;
+  e->buffers = buffers;
+  *workspace_size = detail::workspace_bytes(plan);
+  *executor = register_executor(std::move(e));
+  return ACLNN_SUCCESS;
+}
+
+aclnnStatus second_phase(detail::Op op, void *workspace, uint64_t workspace_size,
+                         aclOpExecutor *handle, aclrtStream stream) {
+  const char *api = api_of(op);
+  if (!handle) return report(detail::null_argument(api, "executor"));
+  std::unique_ptr<Executor> e = take_executor(handle);
+  if (!e)
+    return report(detail::inconsistent(
+        api, "executor is not live: it was already executed (executors are single-use) or was "
+             "not created by a GetWorkspaceSize call"));
+  if (e->plan.op != op)
+    return report(detail::inconsistent(
+        api, detail::cat("executor was created by ", e->plan.api(), "GetWorkspaceSize")));
+  // Workspace errors are visible now, whatever the stream: report them from this phase.
+  if (detail::Status s = detail::check_workspace(e->plan, workspace, workspace_size); !s.ok())
+    return report(s);
+  std::shared_ptr<Executor> owned(std::move(e));
+  return report(submit(stream, [owned, workspace, workspace_size] {
+    return detail::execute(owned->plan, owned->buffers, workspace, workspace_size);
+  }));
+}
+
+}  // namespace moeperm::capi

@@ -1,0 +1,150 @@
+#include "capi/stream.hpp"
+
+#include <new>
+#include <set>
+
+#include "capi/last_error.hpp"
+#include "core/messages.hpp"
+
+namespace moeperm::capi {
+namespace {
+
+std::mutex g_streams_mu;
+std::set<Stream *> &streams() {
+  static std::set<Stream *> s;
+  return s;
+}
+
+bool is_live(Stream *s) {
+  std::lock_guard lock(g_streams_mu);
+  return streams().count(s) != 0;
+}
+
+}  // namespace
+
+Stream::Stream() : worker_([this] { serve(); }) {}
+
+Stream::~Stream() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  worker_.join();
+}
+
+void Stream::enqueue(Task task) {
+  {
+    std::lock_guard lock(mu_);
+    queue_.push_back(std::move(task));
+  }
+  work_cv_.notify_one();
+}
+
+detail::Status Stream::synchronize() {
+  std::unique_lock lock(mu_);
+  idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+  return std::exchange(first_error_, detail::Status::success());
+}
+
+void Stream::serve() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopping, and drained
+    Task task = std::move(queue_.front());
+    queue_.pop_front();
+    const bool skip = !first_error_.ok();
+    busy_ = true;
+    lock.unlock();
+    detail::Status s = skip ? detail::Status::success() : task();
+    lock.lock();
+    busy_ = false;
+    if (!s.ok() && first_error_.ok()) first_error_ = std::move(s);
+    if (queue_.empty()) idle_cv_.notify_all();
+  }
+}
+
+detail::Status submit(aclrtStream handle, Stream::Task task) {
+  if (!handle) {
+    MOEPERM_TRY(synchronize_all());
+    return task();
+  }
+  auto *s = static_cast<Stream *>(handle);
+  if (!is_live(s))
+    return detail::inconsistent("aclrtStream", "the stream was not created by aclrtCreateStream or was already destroyed");
+  s->enqueue(std::move(task));
+  return detail::Status::success();
+}
+
+detail::Status synchronize_all() {
+  std::lock_guard lock(g_streams_mu);
+  detail::Status first;
+  for (Stream *s : streams()) {
+    detail::Status st = s->synchronize();
+    if (!st.ok() && first.ok()) first = std::move(st);
+  }
+  return first;
+}
+
+int64_t live_streams() {
+  std::lock_guard lock(g_streams_mu);
+  return static_cast<int64_t>(streams().size());
+}
+
+}  // namespace moeperm::capi
+
+using moeperm::capi::report_acl;
+using moeperm::capi::Stream;
+
+extern "C" {
+
+ACL_FUNC_VISIBILITY aclError aclrtCreateStream(aclrtStream *stream) {
+  if (!stream) return report_acl(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: stream must not be null");
+  Stream *s = nullptr;
+  try {
+    s = new Stream;
+  } catch (const std::exception &e) {
+    return report_acl(ACL_ERROR_RT_FAILURE, std::string("aclrtCreateStream: cannot start the stream: ") + e.what());
+  }
+  std::lock_guard lock(moeperm::capi::g_streams_mu);
+  moeperm::capi::streams().insert(s);
+  *stream = s;
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtDestroyStream(aclrtStream stream) {
+  auto *s = static_cast<Stream *>(stream);
+  {
+    std::lock_guard lock(moeperm::capi::g_streams_mu);
+    if (!s || moeperm::capi::streams().erase(s) == 0)
+      return report_acl(ACL_ERROR_INVALID_PARAM,
+                        "aclrtDestroyStream: stream was not created by aclrtCreateStream or was already destroyed");
+  }
+  // Pending work completes first; a failure nobody collected is returned here.
+  moeperm::detail::Status st = s->synchronize();
+  delete s;
+  if (!st.ok())
+    return report_acl(static_cast<aclError>(st.code),
+                      "aclrtDestroyStream: work on the stream failed before it was destroyed: " + st.message);
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream) {
+  moeperm::detail::Status st;
+  if (!stream) {
+    st = moeperm::capi::synchronize_all();
+  } else {
+    auto *s = static_cast<Stream *>(stream);
+    if (!moeperm::capi::is_live(s))
+      return report_acl(ACL_ERROR_INVALID_PARAM,
+                        "aclrtSynchronizeStream: stream was not created by aclrtCreateStream or was already destroyed");
+    st = s->synchronize();
+  }
+  if (!st.ok()) return report_acl(static_cast<aclError>(st.code), st.message);
+  return ACL_SUCCESS;
+}
+
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDevice(void) { return aclrtSynchronizeStream(nullptr); }
+
+}  // extern "C"

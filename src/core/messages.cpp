@@ -1,0 +1,65 @@
+#include "core/messages.hpp"
+
+namespace moeperm::detail {
+
+std::string shape_string(std::span<const int64_t> shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  return s + "]";
+}
+
+Status null_argument(std::string_view api, std::string_view arg) {
+  return fail(Code::null_pointer, cat(api, ": ", arg, " must not be null"));
+}
+
+Status null_argument_because(std::string_view api, std::string_view arg,
+                             std::string_view because) {
+  return fail(Code::null_pointer, cat(api, ": ", arg, " must not be null when ", because));
+}
+
+Status null_data(std::string_view api, std::string_view arg, int64_t elements) {
+  return fail(Code::null_pointer,
+              cat(api, ": ", arg, " has ", elements, " elements but its data pointer is null"));
+}
+
+Status invalid_attribute(std::string_view api, std::string_view attr, std::string_view expected,
+                         int64_t got) {
+  return fail(Code::invalid_param, cat(api, ": ", attr, " must be ", expected, ", got ", got));
+}
+
+Status expected_dtype(std::string_view api, std::string_view arg, std::string_view expected,
+                      DType got) {
+  return fail(Code::invalid_param,
+              cat(api, ": ", arg, " must have dtype ", expected, ", got ", to_string(got)));
+}
+
+Status expected_rank(std::string_view api, std::string_view arg, int64_t expected,
+                     std::span<const int64_t> shape) {
+  return fail(Code::invalid_param, cat(api, ": ", arg, ": expected ", expected, "-D, got ",
+                                       shape.size(), "-D ", shape_string(shape)));
+}
+
+Status inconsistent(std::string_view api, const std::string &what) {
+  return fail(Code::invalid_param, cat(api, ": ", what));
+}
+
+Status index_out_of_range(std::string_view api, std::string_view arg, int64_t position,
+                          int64_t value, const std::string &allowed) {
+  return fail(Code::invalid_param, cat(api, ": ", arg, "[", position, "] = ", value,
+                                       " is outside ", allowed, "; nothing was written"));
+}
+
+Status topk_limit(std::string_view api, int64_t k, int64_t limit) {
+  return fail(Code::inner_nullptr,
+              cat(api, ": topK = ", k, " exceeds the supported maximum of ", limit,
+                  " for dropAndPad=false (CANN's tiling limit)"));
+}
+
+Status internal_error(std::string_view api, const std::string &what) {
+  return fail(Code::tiling_error, cat(api, ": internal error, please report: ", what));
+}
+
+}  // namespace moeperm::detail

@@ -1,0 +1,42 @@
+// The message catalog: every user-visible error wording is built here, so messages stay
+// uniform ("<api>: <argument> <expectation>, got <value>") and tests can match stable
+// substrings. docs/errors.md lists them with examples.
+#pragma once
+
+#include <moeperm/moeperm.hpp>
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "core/status.hpp"
+
+namespace moeperm::detail {
+
+std::string shape_string(std::span<const int64_t> shape);  // "[4, 5, 6]"
+
+// 161001: a required tensor (or one required by another) is missing.
+Status null_argument(std::string_view api, std::string_view arg);
+Status null_argument_because(std::string_view api, std::string_view arg, std::string_view because);
+// 161001: a tensor with elements whose data pointer is null.
+Status null_data(std::string_view api, std::string_view arg, int64_t elements);
+// 161002: an integer attribute outside its range.
+Status invalid_attribute(std::string_view api, std::string_view attr, std::string_view expected,
+                         int64_t got);
+// 161002: a dtype outside the allowed set.
+Status expected_dtype(std::string_view api, std::string_view arg, std::string_view expected,
+                      DType got);
+// 161002: a rank mismatch; shows the whole shape.
+Status expected_rank(std::string_view api, std::string_view arg, int64_t expected,
+                     std::span<const int64_t> shape);
+// 161002: shapes that disagree with each other or with an attribute (free text after api).
+Status inconsistent(std::string_view api, const std::string &what);
+// 161002: a data-dependent index error (SPEC §5.7), naming the first bad position.
+Status index_out_of_range(std::string_view api, std::string_view arg, int64_t position,
+                          int64_t value, const std::string &allowed);
+// 561103: the documented CANN limit on topK (SPEC §5.5).
+Status topk_limit(std::string_view api, int64_t k, int64_t limit);
+// 561002: an internal invariant failed; a bug in moeperm.
+Status internal_error(std::string_view api, const std::string &what);
+
+}  // namespace moeperm::detail

@@ -1,0 +1,85 @@
+// The Plan: everything the second phase needs, derived from descriptors alone.
+//
+// Both operators act on the same six tensors, seen from opposite sides, so the plan names
+// them by role rather than by operator:
+//   role            forward (SPEC §2)            backward (SPEC §3)
+//   tokens          tokens [T, H]        (in)    tokensGradOut [T, H]          (out)
+//   permuted        permuteTokensOut [R, H](out) permutedTokenOutputGrad G [R,H] (in)
+//   routing_map     routingMap [T, E]    (in)    routingMapOptional M [T, E]   (in)
+//   probs           probsOptional [T, E] (in)    probsGradOutOptional [T, E]   (out)
+//   permuted_probs  permuteProbsOut [R]  (out)   permutedProbsOutputGrad P [R] (in)
+//   sorted_indices  sortedIndicesOut [R] (out)   sortedIndices S [R]           (in)
+#pragma once
+
+#include <moeperm/moeperm.hpp>
+
+#include <string>
+
+#include "core/workspace_layout.hpp"
+
+namespace moeperm::detail {
+
+enum class Op : uint8_t { permute, permute_grad };
+
+// What happens to the probabilities path.
+enum class ProbsWork : uint8_t {
+  none,       // no probs output
+  compute,    // input and output given
+  zero_fill,  // output given without its input: filled with zeros (SPEC §3)
+};
+
+enum class BackendId : uint8_t { cpu, reference };
+
+// A 2-D strided view, in elements. Shape [rows, cols].
+struct MatrixGeom {
+  int64_t rows = 0, cols = 0;
+  int64_t row_stride = 0, col_stride = 0;
+  int64_t offset = 0;
+  bool contiguous_rows() const { return col_stride == 1; }
+  int64_t at(int64_t r, int64_t c) const { return offset + r * row_stride + c * col_stride; }
+};
+
+// A 1-D strided view, in elements.
+struct VectorGeom {
+  int64_t len = 0, stride = 0, offset = 0;
+  int64_t at(int64_t i) const { return offset + i * stride; }
+};
+
+struct Plan {
+  Op op = Op::permute;
+  bool drop_and_pad = false;
+  int64_t T = 0, E = 0, H = 0, K = 0, C = 0, R = 0;
+
+  DType value_dtype = DType::f32;           // tokens / G
+  DType probs_dtype = DType::f32;           // the dense [T, E] probs tensor
+  DType permuted_probs_dtype = DType::f32;  // the [R] probs tensor
+  DType routing_map_dtype = DType::boolean;
+  bool has_routing_map = false;
+  ProbsWork probs = ProbsWork::none;
+
+  MatrixGeom tokens, permuted, routing_map, dense_probs;
+  VectorGeom permuted_probs, sorted_indices;
+
+  BackendId backend = BackendId::reference;
+  WorkspaceLayout workspace;
+  int ws_slot[WorkspaceLayout::kMaxSlots] = {-1, -1, -1, -1};  // backend-defined meaning
+
+  const char *api() const {
+    return op == Op::permute ? "aclnnMoeTokenPermuteWithRoutingMap"
+                             : "aclnnMoeTokenPermuteWithRoutingMapGrad";
+  }
+};
+
+// Base pointers of the six role tensors (storage element 0; the geometry's offset applies).
+struct Buffers {
+  void *tokens = nullptr;
+  void *permuted = nullptr;
+  const void *routing_map = nullptr;
+  void *dense_probs = nullptr;
+  void *permuted_probs = nullptr;
+  void *sorted_indices = nullptr;
+};
+
+std::string to_string(const Plan &plan);
+
+}  // namespace moeperm::detail

@@ -1,0 +1,76 @@
+// Expert-major ranks (SPEC §2's list f) computed block-parallel, plus the shared helpers
+// of the CPU kernels.
+#include <algorithm>
+#include <limits>
+
+#include "core/messages.hpp"
+#include "cpu/kernels.hpp"
+#include "cpu/row_ops.hpp"
+#include "cpu/threading.hpp"
+
+namespace moeperm::detail::cpu {
+
+Status expert_block_ranks(const Plan &p, const void *map, int64_t *ranks, int64_t *nnz,
+                          int64_t max_per_row) {
+  const int64_t blocks = token_blocks(p.T), E = p.E;
+  constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+  int64_t first_bad_row = kNone;
+#pragma omp parallel for num_threads(num_threads()) schedule(static) reduction(min : first_bad_row)
+  for (int64_t b = 0; b < blocks; ++b) {
+    int64_t *counts = ranks + b * E;
+    std::fill(counts, counts + E, int64_t{0});
+    for (int64_t t = b * kTokenBlock; t < std::min(p.T, (b + 1) * kTokenBlock); ++t) {
+      int64_t row = 0;
+      for (int64_t e = 0; e < E; ++e) {
+        const bool r = routed(p, map, t, e);
+        counts[e] += r;
+        row += r;
+      }
+      if (max_per_row >= 0 && row > max_per_row) first_bad_row = std::min(first_bad_row, t);
+    }
+  }
+  if (first_bad_row != kNone) {
+    int64_t n = 0;
+    for (int64_t e = 0; e < E; ++e) n += routed(p, map, first_bad_row, e);
+    return inconsistent(p.api(), cat("routingMap row ", first_bad_row, " selects ", n,
+                                     " experts, more than topK = numOutTokens / tokens = ",
+                                     max_per_row, " (dropAndPad=false); nothing was written"));
+  }
+  // Exclusive scan in expert-major order: e outer, block inner.
+  int64_t running = 0;
+  for (int64_t e = 0; e < E; ++e)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t c = ranks[b * E + e];
+      ranks[b * E + e] = running;
+      running += c;
+    }
+  *nnz = running;
+  return Status::success();
+}
+
+int64_t first_bad_index(const Plan &p, const void *sorted_indices, int64_t limit,
+                        bool allow_minus_one) {
+  constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+  int64_t first = kNone;
+  const VectorGeom g = p.sorted_indices;
+#pragma omp parallel for num_threads(num_threads()) schedule(static) reduction(min : first)
+  for (int64_t j = 0; j < g.len; ++j) {
+    const int64_t s = *elem<int32_t>(sorted_indices, g.at(j));
+    const bool ok = (s >= 0 && s < limit) || (allow_minus_one && s == -1);
+    if (!ok) first = std::min(first, j);
+  }
+  return first == kNone ? -1 : first;
+}
+
+void zero_probs_output(const Plan &p, const Buffers &b) {
+  if (p.op == Op::permute) {
+    const int64_t es = element_size(p.permuted_probs_dtype);
+    for (int64_t j = 0; j < p.R; ++j) zero_elem(b.permuted_probs, p.permuted_probs.at(j), es);
+    return;
+  }
+  const int64_t es = element_size(p.probs_dtype);
+#pragma omp parallel for num_threads(num_threads()) schedule(static)
+  for (int64_t t = 0; t < p.T; ++t) zero_row(b.dense_probs, p.dense_probs, t, es);
+}
+
+}  // namespace moeperm::detail::cpu

@@ -1,0 +1,68 @@
+// MoeTokenPermuteWithRoutingMapGrad, drop-and-pad, CPU (SPEC §3).
+//   C = R / E. tokensGrad[t] = sum over j with S[j] == t of G[j], ascending j (fp32, one
+//   rounding); tokens no slot names get 0. probsGrad[S[j], j / C] = P[j], zeros elsewhere.
+// No atomics and no comparison sort: a counting sort (CSR) of slots by token id, built in
+// the workspace, gives each token its slots in ascending j; token t is then owned by one
+// thread (Note [Determinism]).
+// Bytes moved: read R*H*b + R*4, write T*H*b; probs: read R*bp, write T*E*bp.
+#include <algorithm>
+
+#include "core/messages.hpp"
+#include "cpu/kernels.hpp"
+#include "cpu/row_ops.hpp"
+#include "cpu/threading.hpp"
+
+namespace moeperm::detail::cpu {
+namespace {
+
+template <class V>
+void sum_tokens(const Plan &p, const Buffers &b, const int64_t *offsets, const int64_t *slots) {
+  const int64_t H = p.H;
+#pragma omp parallel for num_threads(num_threads()) schedule(static)
+  for (int64_t t = 0; t < p.T; ++t) {
+    alignas(64) float acc[kAccChunk];
+    for (int64_t h0 = 0; h0 < H; h0 += kAccChunk) {
+      const int64_t n = std::min(kAccChunk, H - h0);
+      std::fill(acc, acc + n, 0.0f);
+      for (int64_t i = offsets[t]; i < offsets[t + 1]; ++i)
+        accumulate<V>(acc, b.permuted, p.permuted, slots[i], h0, n);
+      store_row<V>(b.tokens, p.tokens, t, h0, n, acc);
+    }
+  }
+}
+
+}  // namespace
+
+Status permute_grad_drop_and_pad(const Plan &p, const Buffers &b, std::byte *ws) {
+  if (const int64_t j = first_bad_index(p, b.sorted_indices, p.T, false); j >= 0)
+    return index_out_of_range(p.api(), "sortedIndices", j,
+                              *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(j)),
+                              cat("[0, ", p.T, ") (dropAndPad=true, tokensNum=", p.T, ")"));
+
+  // Counting sort of slots by token id; stable, so each token's slots stay ascending.
+  int64_t *offsets = p.workspace.at<int64_t>(ws, p.ws_slot[kSlotCsrOffsets]);
+  int64_t *slots = p.workspace.at<int64_t>(ws, p.ws_slot[kSlotCsrSlots]);
+  auto S = [&](int64_t j) { return int64_t{*elem<int32_t>(b.sorted_indices, p.sorted_indices.at(j))}; };
+  std::fill(offsets, offsets + p.T + 1, int64_t{0});
+  for (int64_t j = 0; j < p.R; ++j) ++offsets[S(j) + 1];
+  for (int64_t t = 0; t < p.T; ++t) offsets[t + 1] += offsets[t];
+  // Fill using offsets[t] as a cursor, then shift back so offsets[t] is token t's start.
+  for (int64_t j = 0; j < p.R; ++j) slots[offsets[S(j)]++] = j;
+  for (int64_t t = p.T; t > 0; --t) offsets[t] = offsets[t - 1];
+  offsets[0] = 0;
+
+  dispatch_value(p.value_dtype, [&](auto v) { sum_tokens<decltype(v)>(p, b, offsets, slots); });
+
+  if (p.probs == ProbsWork::none) return Status::success();
+  zero_probs_output(p, b);
+  if (p.probs == ProbsWork::zero_fill) return Status::success();
+  // Expert e's slots [e*C, (e+1)*C) all write column e: one thread per expert, ascending j.
+  const int64_t es = element_size(p.probs_dtype);
+#pragma omp parallel for num_threads(num_threads()) schedule(static)
+  for (int64_t e = 0; e < p.E; ++e)
+    for (int64_t j = e * p.C; j < (e + 1) * p.C; ++j)
+      copy_elem(b.dense_probs, p.dense_probs.at(S(j), e), b.permuted_probs, p.permuted_probs.at(j), es);
+  return Status::success();
+}
+
+}  // namespace moeperm::detail::cpu

@@ -1,0 +1,76 @@
+// MoeTokenPermuteWithRoutingMapGrad, drop-less, CPU (SPEC §3).
+//   G = permutedTokenOutputGrad [R, H], S = sortedIndices [R], P = probs grad [R],
+//   M = routingMap [T, E], K = R / T.
+//   tokensGrad[t] = sum_{k=0..K-1, S[t*K+k] != -1} G[S[t*K+k]]   (fp32, ascending k, one rounding)
+//   probsGrad     = zeros(E, T).masked_scatter(M.T, P).T
+// Preconditions (plan): shapes consistent, R > 0, H > 0.
+// Bytes moved: read R*H*b (G) + R*4 (S), write T*H*b; probs: read T*E + R*bp, write T*E*bp.
+// Token t is owned by one thread; its sum runs in ascending k (Note [Determinism]).
+#include <algorithm>
+
+#include "core/messages.hpp"
+#include "cpu/kernels.hpp"
+#include "cpu/row_ops.hpp"
+#include "cpu/threading.hpp"
+
+namespace moeperm::detail::cpu {
+namespace {
+
+template <class V>
+void sum_tokens(const Plan &p, const Buffers &b) {
+  const int64_t K = p.K, H = p.H;
+#pragma omp parallel for num_threads(num_threads()) schedule(static)
+  for (int64_t t = 0; t < p.T; ++t) {
+    alignas(64) float acc[kAccChunk];
+    for (int64_t h0 = 0; h0 < H; h0 += kAccChunk) {
+      const int64_t n = std::min(kAccChunk, H - h0);
+      std::fill(acc, acc + n, 0.0f);
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t s = *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(t * K + k));
+        if (s >= 0) accumulate<V>(acc, b.permuted, p.permuted, s, h0, n);
+      }
+      store_row<V>(b.tokens, p.tokens, t, h0, n, acc);
+    }
+  }
+}
+
+}  // namespace
+
+Status permute_grad_dropless(const Plan &p, const Buffers &b, std::byte *ws) {
+  // Note [Index validation]: all checks precede all writes.
+  if (const int64_t j = first_bad_index(p, b.sorted_indices, p.R, true); j >= 0)
+    return index_out_of_range(p.api(), "sortedIndices", j,
+                              *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(j)),
+                              cat("[0, ", p.R, ") or -1 (dropAndPad=false, R=", p.R, ")"));
+  int64_t *ranks = nullptr;
+  if (p.probs == ProbsWork::compute) {
+    ranks = p.workspace.at<int64_t>(ws, p.ws_slot[kSlotBlockRanks]);
+    int64_t nnz = 0;
+    MOEPERM_TRY(expert_block_ranks(p, b.routing_map, ranks, &nnz, -1));
+    if (nnz > p.R)
+      return inconsistent(p.api(), cat("routingMapOptional selects ", nnz,
+                                       " (token, expert) pairs, more than the ", p.R,
+                                       " rows of permutedProbsOutputGradOptional; nothing was written"));
+  }
+
+  dispatch_value(p.value_dtype, [&](auto v) { sum_tokens<decltype(v)>(p, b); });
+
+  if (p.probs == ProbsWork::zero_fill) zero_probs_output(p, b);
+  if (p.probs != ProbsWork::compute) return Status::success();
+  const int64_t es = element_size(p.probs_dtype), E = p.E;
+#pragma omp parallel for num_threads(num_threads()) schedule(static)
+  for (int64_t blk = 0; blk < token_blocks(p.T); ++blk) {
+    int64_t *cursor = ranks + blk * E;  // this block's next rank per expert
+    for (int64_t t = blk * kTokenBlock; t < std::min(p.T, (blk + 1) * kTokenBlock); ++t)
+      for (int64_t e = 0; e < E; ++e) {
+        const int64_t dst = p.dense_probs.at(t, e);
+        if (routed(p, b.routing_map, t, e))
+          copy_elem(b.dense_probs, dst, b.permuted_probs, p.permuted_probs.at(cursor[e]++), es);
+        else
+          zero_elem(b.dense_probs, dst, es);
+      }
+  }
+  return Status::success();
+}
+
+}  // namespace moeperm::detail::cpu

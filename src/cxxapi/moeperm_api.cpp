@@ -1,0 +1,97 @@
+// The C++ facade: descriptors in, Plan out; run() throws moeperm::Error.
+#include <moeperm/moeperm.hpp>
+
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "backend/registry.hpp"
+#include "core/operands.hpp"
+#include "core/plan.hpp"
+
+namespace moeperm {
+namespace {
+
+void throw_if_failed(const detail::Status &s) {
+  if (!s.ok()) throw Error(s.code, s.message);
+}
+
+template <class T>
+const T *opt(const std::optional<T> &o) {
+  return o ? &*o : nullptr;
+}
+
+}  // namespace
+
+TensorDesc TensorDesc::contiguous(DType dtype, std::vector<int64_t> shape) {
+  TensorDesc d;
+  d.dtype = dtype;
+  d.shape = std::move(shape);
+  return d;
+}
+
+uint64_t Plan::workspace_bytes() const noexcept { return detail::workspace_bytes(*impl_); }
+Sizes Plan::sizes() const noexcept {
+  return Sizes{impl_->T, impl_->E, impl_->H, impl_->K, impl_->C, impl_->R};
+}
+bool Plan::drop_and_pad() const noexcept { return impl_->drop_and_pad; }
+bool Plan::is_grad() const noexcept { return impl_->op == detail::Op::permute_grad; }
+const char *Plan::backend_name() const noexcept { return detail::backend_ops(impl_->backend).name; }
+std::string Plan::to_string() const { return detail::to_string(*impl_); }
+
+Plan plan_permute(const PermuteDesc &d, const PlanOptions &options) {
+  detail::PermuteOperands ops{&d.tokens,         &d.routing_map,     opt(d.probs),
+                              d.num_out_tokens,  d.drop_and_pad,     &d.permuted_tokens,
+                              opt(d.permuted_probs), &d.sorted_indices};
+  auto plan = std::make_shared<detail::Plan>();
+  throw_if_failed(detail::make_permute_plan(ops, options.backend, plan.get()));
+  return Plan(std::move(plan));
+}
+
+Plan plan_permute_grad(const PermuteGradDesc &d, const PlanOptions &options) {
+  detail::PermuteGradOperands ops{&d.permuted_token_output_grad, opt(d.permuted_probs_output_grad),
+                                  &d.sorted_indices,             opt(d.routing_map),
+                                  d.num_experts,                 d.tokens_num,
+                                  d.drop_and_pad,                &d.tokens_grad_out,
+                                  opt(d.probs_grad_out)};
+  auto plan = std::make_shared<detail::Plan>();
+  throw_if_failed(detail::make_permute_grad_plan(ops, options.backend, plan.get()));
+  return Plan(std::move(plan));
+}
+
+// The role buffers are typed void* for both directions; inputs are never written.
+void run(const Plan &plan, const PermuteData &d, std::span<std::byte> workspace) {
+  if (plan.is_grad())
+    throw Error(Code::invalid_param,
+                "moeperm::run: a MoeTokenPermuteWithRoutingMapGrad plan was given PermuteData");
+  detail::Buffers b{const_cast<void *>(d.tokens), d.permuted_tokens,  d.routing_map,
+                    const_cast<void *>(d.probs),  d.permuted_probs,   d.sorted_indices};
+  throw_if_failed(detail::execute(plan.impl(), b, workspace.data(), workspace.size()));
+}
+
+void run(const Plan &plan, const PermuteGradData &d, std::span<std::byte> workspace) {
+  if (!plan.is_grad())
+    throw Error(Code::invalid_param,
+                "moeperm::run: a MoeTokenPermuteWithRoutingMap plan was given PermuteGradData");
+  detail::Buffers b{d.tokens_grad_out,
+                    const_cast<void *>(d.permuted_token_output_grad),
+                    d.routing_map,
+                    d.probs_grad_out,
+                    const_cast<void *>(d.permuted_probs_output_grad),
+                    const_cast<void *>(d.sorted_indices)};
+  throw_if_failed(detail::execute(plan.impl(), b, workspace.data(), workspace.size()));
+}
+
+void permute(const PermuteDesc &desc, const PermuteData &data, const PlanOptions &options) {
+  const Plan plan = plan_permute(desc, options);
+  std::vector<std::byte> ws(plan.workspace_bytes());
+  run(plan, data, ws);
+}
+
+void permute_grad(const PermuteGradDesc &desc, const PermuteGradData &data,
+                  const PlanOptions &options) {
+  const Plan plan = plan_permute_grad(desc, options);
+  std::vector<std::byte> ws(plan.workspace_bytes());
+  run(plan, data, ws);
+}
+
+}  // namespace moeperm

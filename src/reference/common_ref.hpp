@@ -1,0 +1,44 @@
+// Scalar element helpers of the reference kernels.
+#pragma once
+
+#include <moeperm/moeperm.hpp>
+
+#include "backend/elements.hpp"
+#include "core/plan.hpp"
+
+namespace moeperm::detail::ref {
+
+inline float load_value(DType dtype, const void *base, int64_t offset) {
+  switch (dtype) {
+    case DType::bf16: return bf16_to_f32(*elem<uint16_t>(base, offset));
+    case DType::f16: return f16_to_f32(*elem<uint16_t>(base, offset));
+    default: return *elem<float>(base, offset);
+  }
+}
+
+inline void store_value(DType dtype, void *base, int64_t offset, float v) {
+  switch (dtype) {
+    case DType::bf16: *elem<uint16_t>(base, offset) = f32_to_bf16(v); break;
+    case DType::f16: *elem<uint16_t>(base, offset) = f32_to_f16(v); break;
+    default: *elem<float>(base, offset) = v; break;
+  }
+}
+
+// Stores +0 of a float dtype (all-zero bits for bf16, fp16 and fp32).
+inline void store_zero(DType dtype, void *base, int64_t offset) {
+  std::memset(static_cast<char *>(base) + offset * element_size(dtype), 0,
+              static_cast<size_t>(element_size(dtype)));
+}
+
+inline void copy_value(DType dtype, void *dst, int64_t dst_off, const void *src, int64_t src_off) {
+  const int64_t size = element_size(dtype);
+  copy_element(static_cast<char *>(dst) + dst_off * size,
+               static_cast<const char *>(src) + src_off * size, size);
+}
+
+// int8 and bool routing maps: any nonzero byte means "routed".
+inline bool routed(const Plan &plan, const void *map, int64_t t, int64_t e) {
+  return *elem<uint8_t>(map, plan.routing_map.at(t, e)) != 0;
+}
+
+}  // namespace moeperm::detail::ref

@@ -1,0 +1,16 @@
+#include "backend/backend.hpp"
+#include "reference/reference.hpp"
+
+namespace moeperm::detail {
+
+const BackendOps kReferenceBackend{
+    .name = "reference",
+    .id = BackendId::reference,
+    .supports = [](const Plan &) { return true; },
+    .prepare = [](Plan &) {},  // allocates internally: the reference needs no workspace
+    .run = [](const Plan &plan, const Buffers &buffers, std::byte *) {
+      return plan.op == Op::permute ? ref::permute(plan, buffers) : ref::permute_grad(plan, buffers);
+    },
+};
+
+}  // namespace moeperm::detail
