@@ -1,0 +1,219 @@
+#include "problem.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "backend/elements.hpp"
+
+namespace moeperm::tools {
+
+using detail::bf16_to_f32;
+using detail::f16_to_f32;
+using detail::f32_to_bf16;
+using detail::f32_to_f16;
+
+int64_t HostTensor::numel() const {
+  int64_t n = 1;
+  for (int64_t d : desc.shape) n *= d;
+  return n;
+}
+
+int64_t HostTensor::at(int64_t i) const { return desc.offset + i * desc.strides.at(0); }
+int64_t HostTensor::at(int64_t i, int64_t j) const {
+  return desc.offset + i * desc.strides.at(0) + j * desc.strides.at(1);
+}
+
+double HostTensor::get(int64_t i, int64_t j) const {
+  const int64_t off = desc.shape.size() == 1 ? at(i) : at(i, j);
+  const std::byte *p = storage.data() + off * element_size(desc.dtype);
+  switch (desc.dtype) {
+    case DType::f32: { float v; std::memcpy(&v, p, 4); return v; }
+    case DType::bf16: { uint16_t v; std::memcpy(&v, p, 2); return bf16_to_f32(v); }
+    case DType::f16: { uint16_t v; std::memcpy(&v, p, 2); return f16_to_f32(v); }
+    case DType::i32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::i8: return static_cast<int8_t>(*p);
+    case DType::boolean:
+    case DType::u8: return static_cast<uint8_t>(*p);
+    case DType::i64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+    case DType::f64: { double v; std::memcpy(&v, p, 8); return v; }
+  }
+  return 0;
+}
+
+void HostTensor::set(int64_t i, int64_t j, double v) {
+  const int64_t off = desc.shape.size() == 1 ? at(i) : at(i, j);
+  std::byte *p = storage.data() + off * element_size(desc.dtype);
+  switch (desc.dtype) {
+    case DType::f32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
+    case DType::bf16: { uint16_t h = f32_to_bf16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+    case DType::f16: { uint16_t h = f32_to_f16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
+    case DType::i32: { int32_t x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); break; }
+    case DType::i8: *p = static_cast<std::byte>(static_cast<int8_t>(v)); break;
+    case DType::boolean:
+    case DType::u8: *p = static_cast<std::byte>(static_cast<uint8_t>(v)); break;
+    case DType::i64: { int64_t x = static_cast<int64_t>(v); std::memcpy(p, &x, 8); break; }
+    case DType::f64: std::memcpy(p, &v, 8); break;
+  }
+}
+
+HostTensor make_tensor(DType dtype, std::vector<int64_t> shape, const Layout &layout,
+                       std::byte poison) {
+  HostTensor t;
+  t.desc.dtype = dtype;
+  t.desc.shape = shape;
+  t.desc.offset = layout.offset;
+  int64_t extent = 0;  // highest element offset + 1, relative to the view start
+  if (shape.size() == 1) {
+    const int64_t stride = layout.col_step + layout.row_pad;
+    t.desc.strides = {stride};
+    extent = shape[0] > 0 ? (shape[0] - 1) * stride + 1 : 0;
+  } else {
+    const int64_t rows = shape.at(0), cols = shape.at(1);
+    if (layout.column_major) {
+      const int64_t col_stride = rows * layout.col_step + layout.row_pad;
+      t.desc.strides = {layout.col_step, col_stride};
+    } else {
+      const int64_t row_stride = cols * layout.col_step + layout.row_pad;
+      t.desc.strides = {row_stride, layout.col_step};
+    }
+    extent = (rows > 0 && cols > 0)
+                 ? (rows - 1) * t.desc.strides[0] + (cols - 1) * t.desc.strides[1] + 1
+                 : 0;
+  }
+  const int64_t elements = layout.offset + extent;
+  t.desc.storage_elements = elements;
+  t.storage.assign(static_cast<size_t>(std::max<int64_t>(elements, 1) * element_size(dtype)), poison);
+  return t;
+}
+
+void fill_random(HostTensor &t, std::mt19937_64 &rng) {
+  // Multiples of 2^-6 in [-4, 4): exact in bf16 (8 significant bits), fp16 and fp32, so
+  // generated data is the same whatever the dtype; sums still round in bf16.
+  std::uniform_int_distribution<int> dist(-256, 255);
+  const bool is2d = t.desc.shape.size() == 2;
+  const int64_t rows = t.desc.shape[0], cols = is2d ? t.desc.shape[1] : 1;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) t.set(i, j, dist(rng) / 64.0);
+}
+
+HostTensor make_routing_map(int64_t T, int64_t E, int64_t experts_per_token, DType dtype,
+                            std::mt19937_64 &rng, bool ragged, const Layout &layout) {
+  HostTensor m = make_tensor(dtype, {T, E}, layout, std::byte{0});
+  std::vector<int64_t> experts(static_cast<size_t>(E));
+  std::iota(experts.begin(), experts.end(), 0);
+  for (int64_t t = 0; t < T; ++t) {
+    for (int64_t e = 0; e < E; ++e) m.set(t, e, 0);
+    int64_t k = std::min(experts_per_token, E);
+    if (ragged && k > 0) k = std::uniform_int_distribution<int64_t>(0, k)(rng);
+    // Partial Fisher-Yates: the first k entries become a uniform k-subset.
+    for (int64_t i = 0; i < k; ++i) {
+      const int64_t pick = std::uniform_int_distribution<int64_t>(i, E - 1)(rng);
+      std::swap(experts[static_cast<size_t>(i)], experts[static_cast<size_t>(pick)]);
+      m.set(t, experts[static_cast<size_t>(i)], 1);
+    }
+  }
+  return m;
+}
+
+Problem make_problem(const ProblemSpec &s) {
+  std::mt19937_64 rng(s.seed);
+  Problem p;
+  p.spec = s;
+  const int64_t R = s.rows();
+  p.tokens = make_tensor(s.dtype, {s.T, s.H});
+  fill_random(p.tokens, rng);
+  p.routing_map = make_routing_map(s.T, s.E, s.K, s.map_dtype, rng, s.ragged && !s.drop_and_pad);
+  if (s.with_probs) {
+    p.probs = make_tensor(s.probs_dtype, {s.T, s.E});
+    fill_random(p.probs, rng);
+    p.permuted_probs = make_tensor(s.probs_dtype, {R});
+    p.probs_grad = make_tensor(s.probs_dtype, {R});
+    fill_random(p.probs_grad, rng);
+    p.dense_probs_grad = make_tensor(s.probs_dtype, {s.T, s.E});
+  }
+  p.permuted_tokens = make_tensor(s.dtype, {R, s.H});
+  p.sorted_indices = make_tensor(DType::i32, {R});
+  p.grad = make_tensor(s.dtype, {R, s.H});
+  fill_random(p.grad, rng);
+  p.tokens_grad = make_tensor(s.dtype, {s.T, s.H});
+  return p;
+}
+
+PermuteDesc Problem::permute_desc() const {
+  PermuteDesc d;
+  d.tokens = tokens.desc;
+  d.routing_map = routing_map.desc;
+  if (spec.with_probs) d.probs = probs.desc, d.permuted_probs = permuted_probs.desc;
+  d.num_out_tokens = spec.num_out_tokens();
+  d.drop_and_pad = spec.drop_and_pad;
+  d.permuted_tokens = permuted_tokens.desc;
+  d.sorted_indices = sorted_indices.desc;
+  return d;
+}
+
+PermuteData Problem::permute_data() {
+  PermuteData d;
+  d.tokens = tokens.data();
+  d.routing_map = routing_map.data();
+  d.permuted_tokens = permuted_tokens.data();
+  d.sorted_indices = sorted_indices.data();
+  if (spec.with_probs) d.probs = probs.data(), d.permuted_probs = permuted_probs.data();
+  return d;
+}
+
+PermuteGradDesc Problem::grad_desc() const {
+  PermuteGradDesc d;
+  d.permuted_token_output_grad = grad.desc;
+  d.sorted_indices = sorted_indices.desc;
+  d.routing_map = routing_map.desc;
+  d.num_experts = spec.E;
+  d.tokens_num = spec.T;
+  d.drop_and_pad = spec.drop_and_pad;
+  d.tokens_grad_out = tokens_grad.desc;
+  if (spec.with_probs)
+    d.permuted_probs_output_grad = probs_grad.desc, d.probs_grad_out = dense_probs_grad.desc;
+  return d;
+}
+
+PermuteGradData Problem::grad_data() {
+  PermuteGradData d;
+  d.permuted_token_output_grad = grad.data();
+  d.sorted_indices = sorted_indices.data();
+  d.routing_map = routing_map.data();
+  d.tokens_grad_out = tokens_grad.data();
+  if (spec.with_probs)
+    d.permuted_probs_output_grad = probs_grad.data(), d.probs_grad_out = dense_probs_grad.data();
+  return d;
+}
+
+int64_t permute_bytes(const ProblemSpec &s) {
+  const int64_t b = element_size(s.dtype), bp = element_size(s.probs_dtype), R = s.rows();
+  const int64_t rows_read = s.drop_and_pad ? R : s.T;  // drop-less reads each token once
+  int64_t bytes = rows_read * s.H * b + s.T * s.E + R * s.H * b + R * 4;
+  if (s.with_probs) bytes += R * bp * 2;
+  return bytes;
+}
+
+int64_t permute_grad_bytes(const ProblemSpec &s) {
+  const int64_t b = element_size(s.dtype), bp = element_size(s.probs_dtype), R = s.rows();
+  int64_t bytes = R * s.H * b + R * 4 + s.T * s.H * b;
+  if (s.with_probs) bytes += R * bp + s.T * s.E * (bp + 1);
+  return bytes;
+}
+
+int64_t count_bit_differences(const HostTensor &a, const HostTensor &b) {
+  const int64_t es = element_size(a.desc.dtype);
+  const bool is2d = a.desc.shape.size() == 2;
+  const int64_t rows = a.desc.shape[0], cols = is2d ? a.desc.shape[1] : 1;
+  int64_t diff = 0;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      const int64_t oa = is2d ? a.at(i, j) : a.at(i), ob = is2d ? b.at(i, j) : b.at(i);
+      diff += std::memcmp(a.storage.data() + oa * es, b.storage.data() + ob * es,
+                          static_cast<size_t>(es)) != 0;
+    }
+  return diff;
+}
+
+}  // namespace moeperm::tools

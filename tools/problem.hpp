@@ -1,0 +1,97 @@
+// Realistic random problems for the moeperm command, the benchmarks and the tests:
+// owning host tensors with any strides and storage offset, random routing maps with K
+// distinct experts per token, and the forward/backward descriptors that tie them together.
+#pragma once
+
+#include <moeperm/moeperm.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <vector>
+
+namespace moeperm::tools {
+
+// A host tensor that owns its storage. The view is desc; storage covers every element the
+// view reaches (desc.storage_elements is set).
+struct HostTensor {
+  TensorDesc desc;
+  std::vector<std::byte> storage;
+
+  void *data() { return storage.data(); }
+  const void *data() const { return storage.data(); }
+  int64_t numel() const;
+  // Storage element offset of view element (i) / (i, j).
+  int64_t at(int64_t i) const;
+  int64_t at(int64_t i, int64_t j) const;
+
+  // Element access through the view, as fp32/int64 (bf16 and fp16 converted).
+  double get(int64_t i, int64_t j = 0) const;
+  void set(int64_t i, int64_t j, double v);       // rounds to nearest even for bf16/fp16
+  void set(int64_t i, double v) { set(i, 0, v); }
+};
+
+// Layout of a tensor made by make_tensor: contiguous, or strided with padding between
+// rows and elements (col_step > 1), optionally transposed storage, plus a storage offset.
+struct Layout {
+  int64_t row_pad = 0;   // extra elements after each row (2-D) or between elements (1-D)
+  int64_t col_step = 1;  // distance between consecutive elements of a row
+  int64_t offset = 0;    // storage offset in elements
+  bool column_major = false;  // 2-D: store columns contiguously (strides [1, rows])
+  static Layout contiguous() { return {}; }
+};
+
+// A tensor of the given shape and layout whose whole storage is filled with `poison` bytes.
+HostTensor make_tensor(DType dtype, std::vector<int64_t> shape, const Layout &layout = {},
+                       std::byte poison = std::byte{0xA5});
+
+// Fills the view with random values exactly representable in dtype, in [-4, 4).
+void fill_random(HostTensor &t, std::mt19937_64 &rng);
+
+// A [T, E] routing map (int8 or bool): each token picks `experts_per_token` distinct
+// experts uniformly (fewer when E is smaller). With `ragged`, a token picks a random count
+// in [0, experts_per_token] instead.
+HostTensor make_routing_map(int64_t T, int64_t E, int64_t experts_per_token, DType dtype,
+                            std::mt19937_64 &rng, bool ragged = false, const Layout &layout = {});
+
+// One forward + backward problem in SPEC notation, with every tensor allocated.
+struct ProblemSpec {
+  int64_t T = 4096, H = 7168, E = 256, K = 8, capacity = 16;
+  bool drop_and_pad = false;
+  DType dtype = DType::bf16;        // tokens and gradients
+  DType probs_dtype = DType::bf16;  // bf16 allows float32 here
+  bool with_probs = true;
+  DType map_dtype = DType::boolean;
+  bool ragged = false;  // drop-less: tokens with fewer than K experts (-1 sentinels)
+  uint64_t seed = 42;
+
+  int64_t rows() const { return drop_and_pad ? E * capacity : T * K; }
+  int64_t num_out_tokens() const { return rows(); }
+};
+
+struct Problem {
+  ProblemSpec spec;
+  HostTensor tokens, routing_map, probs;                  // forward inputs
+  HostTensor permuted_tokens, permuted_probs, sorted_indices;  // forward outputs
+  HostTensor grad, probs_grad;                            // backward inputs (G, P)
+  HostTensor tokens_grad, dense_probs_grad;               // backward outputs
+
+  PermuteDesc permute_desc() const;
+  PermuteData permute_data();
+  // Backward descriptors: S is the forward's sorted_indices output.
+  PermuteGradDesc grad_desc() const;
+  PermuteGradData grad_data();
+};
+
+// Allocates every tensor contiguously and fills the inputs at random (outputs poisoned).
+Problem make_problem(const ProblemSpec &spec);
+
+// Bytes one call must move at least (reads + writes), the figure GB/s is computed from.
+int64_t permute_bytes(const ProblemSpec &spec);
+int64_t permute_grad_bytes(const ProblemSpec &spec);
+
+// Number of elements whose bytes differ between two views of the same shape and dtype.
+int64_t count_bit_differences(const HostTensor &a, const HostTensor &b);
+
+}  // namespace moeperm::tools
