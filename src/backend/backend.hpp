@@ -23,4 +23,8 @@ struct BackendOps {
   Status (*run)(const Plan &plan, const Buffers &buffers, std::byte *workspace);
 };
 
+// The backends, defined in their own folders; registry.cpp orders them.
+extern const BackendOps kCpuBackend;
+extern const BackendOps kReferenceBackend;
+
 }  // namespace moeperm::detail

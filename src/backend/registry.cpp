@@ -8,10 +8,6 @@
 
 namespace moeperm::detail {
 
-// Defined by each backend's translation unit.
-extern const BackendOps kCpuBackend;
-extern const BackendOps kReferenceBackend;
-
 namespace {
 
 const std::array<const BackendOps *, 2> &ordered() {
