@@ -1,6 +1,7 @@
 // Element access shared by the backends: bf16/fp16 <-> fp32 conversion and typed loads
 // and stores through plan geometry. Conversions round to nearest, ties to even
-// (SPEC §4); NaN stays NaN (quieted), infinities stay infinite.
+// (SPEC §4); NaN stays NaN (quieted, payload truncated, bit-identical to the F16C and
+// AVX-512 conversions the vector kernels use), infinities stay infinite.
 #pragma once
 
 #include <bit>
@@ -38,8 +39,10 @@ inline uint16_t f32_to_f16(float f) {
   const uint32_t sign = u & 0x80000000u;
   u ^= sign;
   uint32_t o;
-  if (u >= kF16Overflow) {
-    o = u > kF32Inf ? 0x7e00u : 0x7c00u;
+  if (u > kF32Inf) {
+    o = 0x7e00u | ((u >> 13) & 0x3ffu);  // quiet NaN, payload truncated (as F16C's vcvtps2ph)
+  } else if (u >= kF16Overflow) {
+    o = 0x7c00u;
   } else if (u < (113u << 23)) {
     // Subnormal or zero result: let the FPU round (to nearest even) at the right place.
     const float sum = std::bit_cast<float>(u) + std::bit_cast<float>(kDenormMagic);

@@ -13,7 +13,8 @@ std::string to_string(const Plan &p) {
              " K=", p.K, " C=", p.C, " R=", p.R, " values=", moeperm::to_string(p.value_dtype),
              " probs=", probs, "(", moeperm::to_string(p.probs_dtype), "/",
              moeperm::to_string(p.permuted_probs_dtype), ")", " backend=",
-             backend_ops(p.backend).name, " workspace=", workspace_bytes(p));
+             backend_ops(p.backend).name, *p.variant_name ? "/" : "", p.variant_name,
+             p.stream_stores ? " streaming-stores" : "", " workspace=", workspace_bytes(p));
 }
 
 }  // namespace moeperm::detail

@@ -23,7 +23,10 @@ Status permute_dropless(const Plan &p, const Buffers &b, std::byte *ws) {
   const int64_t es = element_size(p.value_dtype), ps = element_size(p.permuted_probs_dtype);
   const int64_t E = p.E, K = p.K;
   const bool probs = p.probs == ProbsWork::compute;
-#pragma omp parallel for num_threads(num_threads()) schedule(static)
+  const RowKernels &rk = kernels_of(p);
+#pragma omp parallel num_threads(num_threads())
+  {
+#pragma omp for schedule(static)
   for (int64_t blk = 0; blk < token_blocks(p.T); ++blk) {
     int64_t *cursor = ranks + blk * E;
     for (int64_t t = blk * kTokenBlock; t < std::min(p.T, (blk + 1) * kTokenBlock); ++t) {
@@ -32,11 +35,13 @@ Status permute_dropless(const Plan &p, const Buffers &b, std::byte *ws) {
         if (!routed(p, b.routing_map, t, e)) continue;
         const int64_t j = cursor[e]++;
         *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(t * K + r++)) = static_cast<int32_t>(j);
-        copy_row(b.permuted, p.permuted, j, b.tokens, p.tokens, t, es);
+        copy_row(b.permuted, p.permuted, j, b.tokens, p.tokens, t, es, rk, p.stream_stores);
         if (probs) copy_elem(b.permuted_probs, p.permuted_probs.at(j), b.dense_probs, p.dense_probs.at(t, e), ps);
       }
       for (; r < K; ++r) *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(t * K + r)) = -1;
     }
+  }
+  rk.store_fence();
   }
   // Rows that no (token, expert) pair fills.
 #pragma omp parallel for num_threads(num_threads()) schedule(static)

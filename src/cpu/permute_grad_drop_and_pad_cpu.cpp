@@ -15,19 +15,16 @@
 namespace moeperm::detail::cpu {
 namespace {
 
-template <class V>
 void sum_tokens(const Plan &p, const Buffers &b, const int64_t *offsets, const int64_t *slots) {
-  const int64_t H = p.H;
-#pragma omp parallel for num_threads(num_threads()) schedule(static)
-  for (int64_t t = 0; t < p.T; ++t) {
-    alignas(64) float acc[kAccChunk];
-    for (int64_t h0 = 0; h0 < H; h0 += kAccChunk) {
-      const int64_t n = std::min(kAccChunk, H - h0);
-      std::fill(acc, acc + n, 0.0f);
-      for (int64_t i = offsets[t]; i < offsets[t + 1]; ++i)
-        accumulate<V>(acc, b.permuted, p.permuted, slots[i], h0, n);
-      store_row<V>(b.tokens, p.tokens, t, h0, n, acc);
+  const RowKernels &rk = kernels_of(p);
+#pragma omp parallel num_threads(num_threads())
+  {
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < p.T; ++t) {
+      const int64_t *mine = slots + offsets[t];
+      sum_rows_into(p, b, rk, t, offsets[t + 1] - offsets[t], [&](int64_t i) { return mine[i]; });
     }
+    rk.store_fence();
   }
 }
 
@@ -51,7 +48,7 @@ Status permute_grad_drop_and_pad(const Plan &p, const Buffers &b, std::byte *ws)
   for (int64_t t = p.T; t > 0; --t) offsets[t] = offsets[t - 1];
   offsets[0] = 0;
 
-  dispatch_value(p.value_dtype, [&](auto v) { sum_tokens<decltype(v)>(p, b, offsets, slots); });
+  sum_tokens(p, b, offsets, slots);
 
   if (p.probs == ProbsWork::none) return Status::success();
   zero_probs_output(p, b);

@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "core/messages.hpp"
+#include "core/operands.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/row_ops.hpp"
 #include "cpu/threading.hpp"
@@ -16,21 +17,22 @@
 namespace moeperm::detail::cpu {
 namespace {
 
-template <class V>
 void sum_tokens(const Plan &p, const Buffers &b) {
-  const int64_t K = p.K, H = p.H;
-#pragma omp parallel for num_threads(num_threads()) schedule(static)
-  for (int64_t t = 0; t < p.T; ++t) {
-    alignas(64) float acc[kAccChunk];
-    for (int64_t h0 = 0; h0 < H; h0 += kAccChunk) {
-      const int64_t n = std::min(kAccChunk, H - h0);
-      std::fill(acc, acc + n, 0.0f);
+  const RowKernels &rk = kernels_of(p);
+  const int64_t K = p.K;
+#pragma omp parallel num_threads(num_threads())
+  {
+    int64_t rows[kMaxTopK];  // token t's valid slots, ascending k
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < p.T; ++t) {
+      int64_t count = 0;
       for (int64_t k = 0; k < K; ++k) {
         const int64_t s = *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(t * K + k));
-        if (s >= 0) accumulate<V>(acc, b.permuted, p.permuted, s, h0, n);
+        if (s >= 0) rows[count++] = s;
       }
-      store_row<V>(b.tokens, p.tokens, t, h0, n, acc);
+      sum_rows_into(p, b, rk, t, count, [&](int64_t i) { return rows[i]; });
     }
+    rk.store_fence();
   }
 }
 
@@ -53,7 +55,7 @@ Status permute_grad_dropless(const Plan &p, const Buffers &b, std::byte *ws) {
                                        " rows of permutedProbsOutputGradOptional; nothing was written"));
   }
 
-  dispatch_value(p.value_dtype, [&](auto v) { sum_tokens<decltype(v)>(p, b); });
+  sum_tokens(p, b);
 
   if (p.probs == ProbsWork::zero_fill) zero_probs_output(p, b);
   if (p.probs != ProbsWork::compute) return Status::success();

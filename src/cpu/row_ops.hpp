@@ -3,50 +3,78 @@
 // compiler vectorises it; the strided case walks the stride.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 
 #include "backend/elements.hpp"
 #include "core/plan.hpp"
+#include "cpu/isa.hpp"
 
 namespace moeperm::detail::cpu {
 
-// Elements of fp32 accumulator kept on the stack per chunk of a row (16 KiB).
+// Elements of the fp32 accumulator kept on the stack per chunk of a strided row (16 KiB).
 inline constexpr int64_t kAccChunk = 4096;
+// Source rows one contiguous sum gathers through a pointer array on the stack.
+inline constexpr int64_t kMaxGather = 512;
 
-// acc[0..n) += row[h0 .. h0+n) of matrix g, row r.
-template <class V>
-inline void accumulate(float *acc, const void *base, const MatrixGeom &g, int64_t r, int64_t h0,
-                       int64_t n) {
+inline const RowKernels &kernels_of(const Plan &p) { return row_kernels(static_cast<Isa>(p.variant)); }
+
+inline SumRowsFn sum_rows_fn(const RowKernels &k, DType dtype) {
+  return dtype == DType::bf16 ? k.sum_rows_bf16 : dtype == DType::f16 ? k.sum_rows_f16 : k.sum_rows_f32;
+}
+
+// Address of element (r, 0) of matrix g.
+inline void *row_ptr(void *base, const MatrixGeom &g, int64_t r, int64_t esize) {
+  return static_cast<char *>(base) + g.at(r, 0) * esize;
+}
+
+// Generic path for strided rows: output row t of `tokens` = sum of rows row_at(i),
+// i < count, of `permuted`, in ascending i. The same arithmetic as the row kernels.
+template <class V, class RowAt>
+void sum_rows_strided(const Plan &p, const Buffers &b, int64_t t, int64_t count, RowAt row_at) {
   using S = typename V::storage;
-  const S *src = elem<S>(base, g.at(r, h0));
-  if (g.col_stride == 1) {
-    for (int64_t i = 0; i < n; ++i) acc[i] += V::load(src[i]);
-  } else {
-    for (int64_t i = 0; i < n; ++i) acc[i] += V::load(src[i * g.col_stride]);
+  alignas(64) float acc[kAccChunk];
+  for (int64_t h0 = 0; h0 < p.H; h0 += kAccChunk) {
+    const int64_t n = std::min(kAccChunk, p.H - h0);
+    std::fill(acc, acc + n, 0.0f);
+    for (int64_t i = 0; i < count; ++i) {
+      const S *src = elem<S>(b.permuted, p.permuted.at(row_at(i), h0));
+      for (int64_t h = 0; h < n; ++h) acc[h] += V::load(src[h * p.permuted.col_stride]);
+    }
+    S *dst = elem<S>(b.tokens, p.tokens.at(t, h0));
+    for (int64_t h = 0; h < n; ++h) dst[h * p.tokens.col_stride] = V::store(acc[h]);
   }
 }
 
-// row[h0 .. h0+n) of matrix g, row r = round(acc[0..n)).
-template <class V>
-inline void store_row(void *base, const MatrixGeom &g, int64_t r, int64_t h0, int64_t n,
-                      const float *acc) {
-  using S = typename V::storage;
-  S *dst = elem<S>(base, g.at(r, h0));
-  if (g.col_stride == 1) {
-    for (int64_t i = 0; i < n; ++i) dst[i] = V::store(acc[i]);
-  } else {
-    for (int64_t i = 0; i < n; ++i) dst[i * g.col_stride] = V::store(acc[i]);
+// Output row t of `tokens` = sum of rows row_at(i), i < count, of `permuted`: the ISA row
+// kernel when rows are contiguous and few enough to gather, else the strided path.
+template <class RowAt>
+void sum_rows_into(const Plan &p, const Buffers &b, const RowKernels &rk, int64_t t,
+                   int64_t count, RowAt row_at) {
+  const int64_t es = element_size(p.value_dtype);
+  if (p.permuted.col_stride == 1 && p.tokens.col_stride == 1 && count <= kMaxGather) {
+    const void *srcs[kMaxGather];
+    for (int64_t i = 0; i < count; ++i) srcs[i] = row_ptr(b.permuted, p.permuted, row_at(i), es);
+    sum_rows_fn(rk, p.value_dtype)(row_ptr(b.tokens, p.tokens, t, es), srcs, count, p.H,
+                                   p.stream_stores);
+    return;
+  }
+  switch (p.value_dtype) {
+    case DType::bf16: sum_rows_strided<Bf16>(p, b, t, count, row_at); break;
+    case DType::f16: sum_rows_strided<F16>(p, b, t, count, row_at); break;
+    default: sum_rows_strided<F32>(p, b, t, count, row_at); break;
   }
 }
 
 // Copies row sr of src into row dr of dst (same element size, pure data movement).
 inline void copy_row(void *dst, const MatrixGeom &dg, int64_t dr, const void *src,
-                     const MatrixGeom &sg, int64_t sr, int64_t esize) {
+                     const MatrixGeom &sg, int64_t sr, int64_t esize, const RowKernels &rk,
+                     bool stream) {
   char *d = static_cast<char *>(dst) + dg.at(dr, 0) * esize;
   const char *s = static_cast<const char *>(src) + sg.at(sr, 0) * esize;
   if (dg.col_stride == 1 && sg.col_stride == 1) {
-    std::memcpy(d, s, static_cast<size_t>(dg.cols * esize));
+    rk.copy(d, s, dg.cols * esize, stream);
     return;
   }
   const int64_t ds = dg.col_stride * esize, ss = sg.col_stride * esize;
@@ -74,16 +102,6 @@ inline void zero_elem(void *dst, int64_t off, int64_t esize) {
 
 inline bool routed(const Plan &p, const void *map, int64_t t, int64_t e) {
   return *elem<uint8_t>(map, p.routing_map.at(t, e)) != 0;
-}
-
-// Calls f(Value) with the value-type tag of dtype (bf16, fp16 or fp32).
-template <class F>
-inline auto dispatch_value(DType dtype, F &&f) {
-  switch (dtype) {
-    case DType::bf16: return f(Bf16{});
-    case DType::f16: return f(F16{});
-    default: return f(F32{});
-  }
 }
 
 }  // namespace moeperm::detail::cpu

@@ -1,0 +1,42 @@
+// CPU instruction sets of the row kernels, chosen once at plan time (ATen's
+// ATEN_CPU_CAPABILITY): the widest the CPU offers, or MOEPERM_CPU_ISA=scalar|avx2|avx512.
+// The shipped library is built for the baseline ISA; only the per-ISA translation units
+// row_kernels_<isa>.cpp are compiled with wider flags, and only called when the CPU has them.
+#pragma once
+
+#include <cstdint>
+
+namespace moeperm::detail::cpu {
+
+enum class Isa : uint8_t { scalar, avx2, avx512 };
+
+const char *to_string(Isa isa);
+bool isa_supported(Isa isa);  // by this CPU (and this build)
+Isa best_isa();
+// MOEPERM_CPU_ISA when set and supported (an unsupported request falls back to the best the
+// CPU has, so a forced variant never crashes), else best_isa().
+Isa selected_isa();
+
+// dst[0..n) = round(sum over k = 0..nsrc-1, ascending, of srcs[k][0..n)), fp32 accumulation
+// starting from +0, one rounding (SPEC §4); nsrc == 0 writes +0. Rows are contiguous.
+// With `stream`, dst is written with non-temporal stores where aligned.
+using SumRowsFn = void (*)(void *dst, const void *const *srcs, int64_t nsrc, int64_t n, bool stream);
+// Copies n bytes; with `stream`, non-temporal stores where aligned.
+using CopyFn = void (*)(void *dst, const void *src, int64_t bytes, bool stream);
+
+struct RowKernels {
+  SumRowsFn sum_rows_bf16;
+  SumRowsFn sum_rows_f16;
+  SumRowsFn sum_rows_f32;
+  CopyFn copy;
+  void (*store_fence)();  // orders the non-temporal stores of the calling thread
+};
+
+const RowKernels &row_kernels(Isa isa);
+
+// Per-ISA tables, defined in row_kernels_<isa>.cpp.
+extern const RowKernels kRowKernelsScalar;
+extern const RowKernels kRowKernelsAvx2;
+extern const RowKernels kRowKernelsAvx512;
+
+}  // namespace moeperm::detail::cpu

@@ -1,0 +1,112 @@
+// AVX2 + F16C row kernels (8 lanes). Compiled for AVX2 through `#pragma GCC target` only
+// here; called only when the CPU reports avx2 and f16c (isa.cpp).
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "backend/elements.hpp"
+#include "cpu/isa.hpp"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,f16c")
+
+namespace moeperm::detail::cpu {
+namespace {
+
+struct Avx2Base {
+  using reg = __m256;
+  static constexpr int64_t W = 8;
+  static reg zero() { return _mm256_setzero_ps(); }
+  static reg load_acc(const float *p) { return _mm256_load_ps(p); }
+  static void store_acc(float *p, reg x) { _mm256_store_ps(p, x); }
+  static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
+  static void store16(void *p, __m128i v, bool stream) {
+    if (stream) _mm_stream_si128(static_cast<__m128i *>(p), v);
+    else _mm_storeu_si128(static_cast<__m128i *>(p), v);
+  }
+};
+
+struct Avx2Bf16 : Avx2Base {
+  using Scalar = Bf16;
+  using S = uint16_t;
+  static reg load(const S *p) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  }
+  // Round to nearest even; NaN -> quiet NaN with the payload's top bits (as f32_to_bf16).
+  static void store(S *p, reg x, bool stream) {
+    const __m256i u = _mm256_castps_si256(x);
+    const __m256i hi = _mm256_srli_epi32(u, 16);
+    const __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
+    const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                              _mm256_set1_epi32(0x7f800000));
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), is_nan);
+    // Values fit 16 bits: packus keeps them; the permute restores lane order.
+    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+    store16(p, _mm256_castsi256_si128(packed), stream);
+  }
+};
+
+struct Avx2F16 : Avx2Base {
+  using Scalar = F16;
+  using S = uint16_t;
+  static reg load(const S *p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))); }
+  static void store(S *p, reg x, bool stream) {
+    store16(p, _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), stream);
+  }
+};
+
+struct Avx2F32 : Avx2Base {
+  using Scalar = F32;
+  using S = float;
+  static reg load(const S *p) { return _mm256_loadu_ps(p); }
+  static void store(S *p, reg x, bool stream) {
+    if (stream) _mm256_stream_ps(p, x);
+    else _mm256_storeu_ps(p, x);
+  }
+};
+
+#include "cpu/row_kernels-inl.hpp"
+
+// Non-temporal copy: the destination bypasses the cache (no read-for-ownership), which is
+// what makes a large permute cost one write instead of a read plus a write.
+void copy_avx2(void *dst_v, const void *src_v, int64_t bytes, bool stream) {
+  auto *dst = static_cast<char *>(dst_v);
+  const auto *src = static_cast<const char *>(src_v);
+  if (!stream || bytes < 256) {
+    std::memcpy(dst, src, static_cast<size_t>(bytes));
+    return;
+  }
+  const int64_t head = static_cast<int64_t>((32 - reinterpret_cast<uintptr_t>(dst) % 32) % 32);
+  std::memcpy(dst, src, static_cast<size_t>(head));
+  int64_t i = head;
+  for (; i + 128 <= bytes; i += 128) {
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + i));
+    const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + i + 32));
+    const __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + i + 64));
+    const __m256i d = _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + i + 96));
+    _mm256_stream_si256(reinterpret_cast<__m256i *>(dst + i), a);
+    _mm256_stream_si256(reinterpret_cast<__m256i *>(dst + i + 32), b);
+    _mm256_stream_si256(reinterpret_cast<__m256i *>(dst + i + 64), c);
+    _mm256_stream_si256(reinterpret_cast<__m256i *>(dst + i + 96), d);
+  }
+  std::memcpy(dst + i, src + i, static_cast<size_t>(bytes - i));
+}
+
+void fence() { _mm_sfence(); }
+
+}  // namespace
+
+const RowKernels kRowKernelsAvx2{
+    .sum_rows_bf16 = sum_rows_impl<Avx2Bf16>,
+    .sum_rows_f16 = sum_rows_impl<Avx2F16>,
+    .sum_rows_f32 = sum_rows_impl<Avx2F32>,
+    .copy = copy_avx2,
+    .store_fence = fence,
+};
+
+}  // namespace moeperm::detail::cpu
+
+#pragma GCC pop_options

@@ -1,0 +1,110 @@
+// AVX-512 (F, BW, VL) row kernels (16 lanes). Compiled for AVX-512 through
+// `#pragma GCC target` only here; called only when the CPU reports it (isa.cpp).
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "backend/elements.hpp"
+#include "cpu/isa.hpp"
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512vl,avx2,f16c")
+// GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() and trip a false
+// -Wmaybe-uninitialized (GCC bug 105593); nothing here reads an undefined value.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace moeperm::detail::cpu {
+namespace {
+
+struct Avx512Base {
+  using reg = __m512;
+  static constexpr int64_t W = 16;
+  static reg zero() { return _mm512_setzero_ps(); }
+  static reg load_acc(const float *p) { return _mm512_load_ps(p); }
+  static void store_acc(float *p, reg x) { _mm512_store_ps(p, x); }
+  static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
+  static void store32(void *p, __m256i v, bool stream) {
+    if (stream) _mm256_stream_si256(static_cast<__m256i *>(p), v);
+    else _mm256_storeu_si256(static_cast<__m256i *>(p), v);
+  }
+};
+
+struct Avx512Bf16 : Avx512Base {
+  using Scalar = Bf16;
+  using S = uint16_t;
+  static reg load(const S *p) {
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  }
+  static void store(S *p, reg x, bool stream) {
+    const __m512i u = _mm512_castps_si512(x);
+    const __m512i hi = _mm512_srli_epi32(u, 16);
+    const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
+    const __mmask16 is_nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
+                                                     _mm512_set1_epi32(0x7f800000));
+    r = _mm512_mask_blend_epi32(is_nan, r, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+    store32(p, _mm512_cvtepi32_epi16(r), stream);
+  }
+};
+
+struct Avx512F16 : Avx512Base {
+  using Scalar = F16;
+  using S = uint16_t;
+  static reg load(const S *p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+  }
+  static void store(S *p, reg x, bool stream) {
+    store32(p, _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), stream);
+  }
+};
+
+struct Avx512F32 : Avx512Base {
+  using Scalar = F32;
+  using S = float;
+  static reg load(const S *p) { return _mm512_loadu_ps(p); }
+  static void store(S *p, reg x, bool stream) {
+    if (stream) _mm512_stream_ps(p, x);
+    else _mm512_storeu_ps(p, x);
+  }
+};
+
+#include "cpu/row_kernels-inl.hpp"
+
+void copy_avx512(void *dst_v, const void *src_v, int64_t bytes, bool stream) {
+  auto *dst = static_cast<char *>(dst_v);
+  const auto *src = static_cast<const char *>(src_v);
+  if (!stream || bytes < 256) {
+    std::memcpy(dst, src, static_cast<size_t>(bytes));
+    return;
+  }
+  const int64_t head = static_cast<int64_t>((64 - reinterpret_cast<uintptr_t>(dst) % 64) % 64);
+  std::memcpy(dst, src, static_cast<size_t>(head));
+  int64_t i = head;
+  for (; i + 128 <= bytes; i += 128) {
+    const __m512i a = _mm512_loadu_si512(src + i);
+    const __m512i b = _mm512_loadu_si512(src + i + 64);
+    _mm512_stream_si512(reinterpret_cast<__m512i *>(dst + i), a);
+    _mm512_stream_si512(reinterpret_cast<__m512i *>(dst + i + 64), b);
+  }
+  std::memcpy(dst + i, src + i, static_cast<size_t>(bytes - i));
+}
+
+void fence() { _mm_sfence(); }
+
+}  // namespace
+
+const RowKernels kRowKernelsAvx512{
+    .sum_rows_bf16 = sum_rows_impl<Avx512Bf16>,
+    .sum_rows_f16 = sum_rows_impl<Avx512F16>,
+    .sum_rows_f32 = sum_rows_impl<Avx512F32>,
+    .copy = copy_avx512,
+    .store_fence = fence,
+};
+
+}  // namespace moeperm::detail::cpu
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options

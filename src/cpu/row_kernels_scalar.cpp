@@ -1,0 +1,42 @@
+// Baseline row kernels: one lane, no vector instructions beyond the build's baseline.
+#include <cstdint>
+#include <cstring>
+
+#include "backend/elements.hpp"
+#include "cpu/isa.hpp"
+
+namespace moeperm::detail::cpu {
+namespace {
+
+template <class T>
+struct ScalarVec {
+  using Scalar = T;
+  using S = typename T::storage;
+  using reg = float;
+  static constexpr int64_t W = 1;
+  static reg zero() { return 0.0f; }
+  static reg load(const S *p) { return T::load(*p); }
+  static reg load_acc(const float *p) { return *p; }
+  static void store_acc(float *p, reg x) { *p = x; }
+  static reg add(reg a, reg b) { return a + b; }
+  static void store(S *p, reg x, bool) { *p = T::store(x); }
+};
+
+#include "cpu/row_kernels-inl.hpp"
+
+void copy_plain(void *dst, const void *src, int64_t bytes, bool) {
+  std::memcpy(dst, src, static_cast<size_t>(bytes));
+}
+void no_fence() {}
+
+}  // namespace
+
+const RowKernels kRowKernelsScalar{
+    .sum_rows_bf16 = sum_rows_impl<ScalarVec<Bf16>>,
+    .sum_rows_f16 = sum_rows_impl<ScalarVec<F16>>,
+    .sum_rows_f32 = sum_rows_impl<ScalarVec<F32>>,
+    .copy = copy_plain,
+    .store_fence = no_fence,
+};
+
+}  // namespace moeperm::detail::cpu
