@@ -1,0 +1,40 @@
+// Command-line parsing for the moeperm command: turns argv into RunOptions, or throws
+// UsageError with a one-line message (the caller prints it and exits with status 2).
+#pragma once
+
+#include <moeperm/moeperm.hpp>
+
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "problem.hpp"
+
+namespace moeperm::cli {
+
+// A malformed command line: unknown flag, missing or malformed value, value out of range,
+// or flags that contradict each other.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Everything `moeperm run` can be told.
+struct RunOptions {
+  tools::ProblemSpec spec;         // defaults: the DeepSeek-V3-like layer of SPEC §7
+  std::optional<int> threads;      // unset: MOEPERM_NUM_THREADS or all hardware threads
+  std::optional<Backend> backend;  // unset: MOEPERM_BACKEND or the automatic choice
+  int repeat = 1;                  // timed forward+backward iterations
+  bool help = false;               // print `moeperm run --help` and stop
+};
+
+// Parses the arguments after `run`. Throws UsageError.
+RunOptions parse_run_args(std::span<const std::string_view> args);
+
+// Names the CLI accepts and prints for dtypes and backends.
+std::string_view dtype_name(DType dtype);
+std::string_view backend_name(Backend backend);
+
+}  // namespace moeperm::cli

@@ -1,0 +1,83 @@
+// The help texts of the moeperm command (kept apart so the wording is easy to review).
+#include "commands.hpp"
+
+namespace moeperm::cli {
+
+const char *const kMainHelp =
+    R"(moeperm: CANN's MoE token permutation operators on the CPU
+
+usage: moeperm <command> [flags]
+
+commands:
+  run        run aclnnMoeTokenPermuteWithRoutingMap (forward) and
+             aclnnMoeTokenPermuteWithRoutingMapGrad (backward) through the CANN C API on a
+             random problem, time both, and verify them bitwise against the reference
+  help [run] print this help, or the help of `run`
+
+flags:
+  -h, --help  print this help
+  --version   print the version
+
+`moeperm run --help` lists the problem flags. Exit status: 0 success, 1 operator error or
+verification failure, 2 bad command line.
+)";
+
+const char *const kRunHelp =
+    R"(usage: moeperm run [flags]
+
+Generates a random MoE problem, runs the forward then the backward operator through the
+CANN C API exactly as a CANN program would (aclInit, aclrtSetDevice, aclrtCreateStream,
+aclrtMalloc + aclrtMemcpy, aclCreateTensor, GetWorkspaceSize + execute,
+aclrtSynchronizeStream), and times each phase. The backward consumes the sortedIndices the
+forward wrote. Then it recomputes both operators on the same inputs with the reference
+backend through the C++ API (moeperm::permute / permute_grad) and compares every element of
+every output, bit for bit: the full tensors, not a sample. The forward is pure data movement
+and the backward's sums have a fixed order (SPEC §4), so any difference is a bug.
+
+The default is a DeepSeek-V3-like layer (SPEC §7): 4096 tokens, hidden 7168, 256 experts,
+top-8, bf16, drop-less, with probs. Its permuted gradient alone is 470 MB; the run needs
+about 2.1 GB of memory and takes about 15 s on 2 cores, most of it generating the inputs
+and verifying.
+
+problem:
+  -T, --tokens N       tokens, T (default 4096; 1..16777216)
+  -H, --hidden N       hidden size, H (default 7168; 1..1048576)
+  -E, --experts N      experts, E (default 256; 1..65536)
+  -K, --topk N         experts per token, K (default 8; 1..512, at most E)
+  -C, --capacity N     rows per expert in drop-and-pad mode, C (default 16; needs
+                       --drop-and-pad)
+  --drop-and-pad       drop-and-pad mode: R = E*C rows (default: drop-less, R = T*K)
+  --ragged             drop-less only: each token picks a random 0..K experts, so some
+                       sortedIndices slots hold -1
+  --dtype T            tokens and gradients: bf16, fp16 or fp32 (default bf16)
+  --probs-dtype T      probs and their gradients: the --dtype, or fp32 with bf16 tokens
+                       (default: the --dtype)
+  --no-probs           run without probsOptional / permutedProbsOutputGradOptional
+  --map-dtype T        routingMap: bool or int8 (default bool)
+  --seed N             random seed (default 42); the same seed gives the same problem
+
+execution:
+  --threads N          CPU threads for the operators (default: MOEPERM_NUM_THREADS, else
+                       every hardware thread); results are identical for any count
+  --backend B          cpu, reference or auto (default: MOEPERM_BACKEND, else auto = the
+                       fastest backend that supports the problem); the C API is steered
+                       through MOEPERM_BACKEND, which this flag sets
+  --repeat N           timed forward+backward iterations (default 1); the report shows the
+                       best time and the mean; the outputs of the last one are verified
+  -h, --help           print this help
+
+report: each operator's plan (backend, sizes, workspace), the time of GetWorkspaceSize and
+of execute + aclrtSynchronizeStream (the workspace is allocated between the two and not
+timed), the bytes each call must move at least (reads + writes) and the effective GB/s.
+
+exit status: 0 verified bitwise identical; 1 an operator or runtime call failed (its status
+and aclGetRecentErrMsg() are printed) or outputs differ (the count of differing elements
+per output is printed); 2 bad command line.
+
+examples:
+  moeperm run
+  moeperm run -T 4096 -H 7168 -E 256 -C 16 --drop-and-pad --dtype fp32
+  moeperm run -E 8 -K 2 -H 4096 --probs-dtype fp32 --threads 1 --repeat 5
+)";
+
+}  // namespace moeperm::cli
