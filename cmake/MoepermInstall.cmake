@@ -7,6 +7,9 @@ install(TARGETS moeperm moeperm_cli EXPORT moepermTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# The installed command finds the installed library relative to itself (bin/../lib), so
+# it runs from any prefix without LD_LIBRARY_PATH.
+set_target_properties(moeperm_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT moepermTargets NAMESPACE moeperm:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/moeperm)
 export(EXPORT moepermTargets NAMESPACE moeperm:: FILE ${PROJECT_BINARY_DIR}/moepermTargets.cmake)
