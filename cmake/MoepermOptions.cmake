@@ -1,6 +1,5 @@
 # Every option of the project, with its docstring; a summary is printed at configure end.
 option(MOEPERM_BUILD_TESTS "Build the GoogleTest suite" ${PROJECT_IS_TOP_LEVEL})
-option(MOEPERM_BUILD_BENCH "Build the benchmarks" ${PROJECT_IS_TOP_LEVEL})
 option(MOEPERM_BUILD_EXAMPLES "Build the CANN-style examples" ${PROJECT_IS_TOP_LEVEL})
 option(MOEPERM_INSTALL "Generate the install rules and the CMake package" ${PROJECT_IS_TOP_LEVEL})
 option(MOEPERM_WERROR "Treat warnings in moeperm's own code as errors (CI presets)" OFF)
@@ -13,6 +12,6 @@ endif()
 
 function(moeperm_print_summary)
   message(STATUS "moeperm ${PROJECT_VERSION}: build type ${CMAKE_BUILD_TYPE}, shared ${BUILD_SHARED_LIBS}, "
-                 "tests ${MOEPERM_BUILD_TESTS}, bench ${MOEPERM_BUILD_BENCH}, examples ${MOEPERM_BUILD_EXAMPLES}, "
+                 "tests ${MOEPERM_BUILD_TESTS}, examples ${MOEPERM_BUILD_EXAMPLES}, "
                  "werror ${MOEPERM_WERROR}, sanitize '${MOEPERM_SANITIZE}'")
 endfunction()

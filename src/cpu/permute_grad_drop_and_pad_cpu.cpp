@@ -19,7 +19,9 @@ void sum_tokens(const Plan &p, const Buffers &b, const int64_t *offsets, const i
   const RowKernels &rk = kernels_of(p);
 #pragma omp parallel num_threads(num_threads())
   {
-#pragma omp for schedule(static)
+    // Dynamic: tokens own very different numbers of slots (drop-and-pad favours low ids,
+    // ragged routing skips -1); ownership, hence the bits, does not depend on the schedule.
+#pragma omp for schedule(dynamic, 16)
     for (int64_t t = 0; t < p.T; ++t) {
       const int64_t *mine = slots + offsets[t];
       sum_rows_into(p, b, rk, t, offsets[t + 1] - offsets[t], [&](int64_t i) { return mine[i]; });

@@ -23,7 +23,9 @@ void sum_tokens(const Plan &p, const Buffers &b) {
 #pragma omp parallel num_threads(num_threads())
   {
     int64_t rows[kMaxTopK];  // token t's valid slots, ascending k
-#pragma omp for schedule(static)
+    // Dynamic: tokens own very different numbers of slots (drop-and-pad favours low ids,
+    // ragged routing skips -1); ownership, hence the bits, does not depend on the schedule.
+#pragma omp for schedule(dynamic, 16)
     for (int64_t t = 0; t < p.T; ++t) {
       int64_t count = 0;
       for (int64_t k = 0; k < K; ++k) {

@@ -1,0 +1,54 @@
+// moeperm bench: timing of both operators on the SPEC §7 shapes, reported as physics —
+// bytes moved, GB/s, and the ratio to a multi-threaded memcpy of the same bytes measured
+// in the same run (the practical ceiling of a memory-bound operator).
+#pragma once
+
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "problem.hpp"
+
+namespace moeperm::bench {
+
+struct Case {
+  std::string name;
+  tools::ProblemSpec spec;
+  int threads = 1;
+  bool with_reference = false;  // also time the single-threaded reference kernels
+};
+
+struct Options {
+  int runs = 10;    // timed runs per operator (median reported)
+  int warmup = 2;   // untimed runs first
+  int ref_runs = 1; // timed runs of the reference kernels
+  int max_threads = 0;  // 0: moeperm::get_num_threads()
+  std::vector<std::string> suites;  // empty: all (named, sweep, threads)
+};
+
+struct OpResult {
+  double median_ms = 0, min_ms = 0;
+  double bytes = 0;      // moved per call (reads + writes)
+  double gbps = 0;       // bytes / median
+  double memcpy_ms = 0;  // median of the same-run memcpy moving the same bytes
+  double ratio = 0;      // median_ms / memcpy_ms
+  double ref_ms = -1;    // single-threaded reference kernel, -1 if not timed
+};
+
+struct CaseResult {
+  Case c;
+  std::string plan;  // the grad plan, as moeperm prints it
+  OpResult forward, backward;
+};
+
+// The standard suites: "named" (DeepSeek-like, Mixtral-like, CANN's sample),
+// "sweep" (T from 512 to 16384), "threads" (1 .. max threads).
+std::vector<Case> standard_cases(const Options &options);
+
+// Plans, allocates and times one case (both operators).
+CaseResult run_case(const Case &c, const Options &options);
+
+void print_table(std::ostream &out, const std::vector<CaseResult> &results);
+void write_json(std::ostream &out, const std::vector<CaseResult> &results, const Options &options);
+
+}  // namespace moeperm::bench

@@ -1,0 +1,70 @@
+#include <cstdio>
+#include <ostream>
+
+#include "bench.hpp"
+
+namespace moeperm::bench {
+namespace {
+
+std::string describe(const tools::ProblemSpec &s) {
+  char buf[160];
+  if (s.drop_and_pad)
+    std::snprintf(buf, sizeof buf, "T=%lld H=%lld E=%lld C=%lld %s drop-and-pad", (long long)s.T,
+                  (long long)s.H, (long long)s.E, (long long)s.capacity, to_string(s.dtype));
+  else
+    std::snprintf(buf, sizeof buf, "T=%lld H=%lld E=%lld K=%lld %s drop-less", (long long)s.T,
+                  (long long)s.H, (long long)s.E, (long long)s.K, to_string(s.dtype));
+  return buf;
+}
+
+void row(std::ostream &out, const CaseResult &r, const char *op, const OpResult &o) {
+  char buf[320];
+  char ref[48] = "-";
+  if (o.ref_ms >= 0) std::snprintf(ref, sizeof ref, "%.0f ms (%.1fx)", o.ref_ms, o.ref_ms / o.median_ms);
+  std::snprintf(buf, sizeof buf, "| %-14s | %-44s | %2d | %-8s | %8.1f | %9.2f | %6.2f | %9.2f | %5.2fx | %-17s |\n",
+                r.c.name.c_str(), describe(r.c.spec).c_str(), r.c.threads, op, o.bytes / 1e6,
+                o.median_ms, o.gbps, o.memcpy_ms, o.ratio, ref);
+  out << buf;
+}
+
+void json_op(std::ostream &out, const OpResult &o) {
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "{\"median_ms\": %.4f, \"min_ms\": %.4f, \"bytes\": %.0f, \"gbps\": %.3f, "
+                "\"memcpy_ms\": %.4f, \"ratio_to_memcpy\": %.4f, \"reference_ms\": %s}",
+                o.median_ms, o.min_ms, o.bytes, o.gbps, o.memcpy_ms, o.ratio,
+                o.ref_ms >= 0 ? std::to_string(o.ref_ms).c_str() : "null");
+  out << buf;
+}
+
+}  // namespace
+
+void print_table(std::ostream &out, const std::vector<CaseResult> &results) {
+  out << "| case           | problem                                      | th | op       |    MB/call | median ms |   GB/s | memcpy ms | vs memcpy | reference (1 thread) |\n"
+         "|----------------|----------------------------------------------|----|----------|-----------:|----------:|-------:|----------:|----------:|----------------------|\n";
+  for (const CaseResult &r : results) {
+    row(out, r, "forward", r.forward);
+    row(out, r, "backward", r.backward);
+  }
+}
+
+void write_json(std::ostream &out, const std::vector<CaseResult> &results, const Options &o) {
+  out << "{\n  \"runs\": " << o.runs << ", \"warmup\": " << o.warmup << ",\n  \"cases\": [\n";
+  for (size_t i = 0; i < results.size(); ++i) {
+    const CaseResult &r = results[i];
+    const tools::ProblemSpec &s = r.c.spec;
+    out << "    {\"name\": \"" << r.c.name << "\", \"T\": " << s.T << ", \"H\": " << s.H
+        << ", \"E\": " << s.E << ", \"K\": " << (s.drop_and_pad ? 0 : s.K)
+        << ", \"capacity\": " << (s.drop_and_pad ? s.capacity : 0)
+        << ", \"drop_and_pad\": " << (s.drop_and_pad ? "true" : "false") << ", \"dtype\": \""
+        << to_string(s.dtype) << "\", \"threads\": " << r.c.threads << ", \"plan\": \"" << r.plan
+        << "\",\n     \"forward\": ";
+    json_op(out, r.forward);
+    out << ",\n     \"backward\": ";
+    json_op(out, r.backward);
+    out << "}" << (i + 1 < results.size() ? "," : "") << "\n";
+  }
+  out << "  ]\n}\n";
+}
+
+}  // namespace moeperm::bench
