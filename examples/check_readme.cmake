@@ -1,0 +1,15 @@
+# cmake -P check: README (-DREADME=path) contains each file of SNIPPETS (-DSNIPPETS=a;b)
+# verbatim, minus the file's first line (the comment that points back here).
+file(READ "${README}" readme)
+foreach(snippet IN LISTS SNIPPETS)
+  file(READ "${snippet}" code)
+  string(FIND "${code}" "\n" first_newline)
+  math(EXPR body_start "${first_newline} + 1")
+  string(SUBSTRING "${code}" ${body_start} -1 body)
+  string(FIND "${readme}" "${body}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "README.md does not contain ${snippet} verbatim (after its first line); "
+                        "copy the file into README.md's code block")
+  endif()
+endforeach()
+message(STATUS "README.md examples are in sync")
