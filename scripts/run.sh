@@ -7,5 +7,5 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 bash scripts/install-deps.sh
 cmake --preset release
-cmake --build --preset release
+cmake --build --preset release --target moeperm_cli  # just the command: no tests
 exec build/release/tools/moeperm run "$@"
