@@ -18,8 +18,14 @@ tools::HostTensor blank_like(const tools::HostTensor &t) {
   return b;
 }
 
+// Element-wise comparison of the views. Fast path: same view over byte-identical storage
+// means every element is identical (one memcmp instead of one per element).
 OutputComparison compare(const char *name, const tools::HostTensor &got,
                          const tools::HostTensor &want) {
+  const bool same_view = got.desc.shape == want.desc.shape &&
+                         got.desc.strides == want.desc.strides &&
+                         got.desc.offset == want.desc.offset;
+  if (same_view && got.storage == want.storage) return {name, want.numel(), 0};
   return {name, want.numel(), tools::count_bit_differences(got, want)};
 }
 
