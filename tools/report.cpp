@@ -24,6 +24,9 @@ std::string format_bytes(double bytes) {
 
 std::string format_seconds(double s) {
   if (s >= 1.0) return printf_string("%.2f %s", s, "s");
+  // About four significant digits: "463.4 ms", "36.44 ms", "4.901 ms".
+  if (s >= 0.1) return printf_string("%.1f %s", s * 1e3, "ms");
+  if (s >= 1e-2) return printf_string("%.2f %s", s * 1e3, "ms");
   if (s >= 1e-3) return printf_string("%.3f %s", s * 1e3, "ms");
   return printf_string("%.1f %s", s * 1e6, "us");
 }
