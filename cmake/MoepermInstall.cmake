@@ -2,6 +2,12 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
+# A static libmoeperm records its PRIVATE links as $<LINK_ONLY:...> in its interface, and
+# CMake 3.25's export() then wants the $<BUILD_INTERFACE:...>-only warning and sanitizer
+# targets in the export set too. Exporting them is harmless: nothing outside links them.
+if(NOT BUILD_SHARED_LIBS)
+  install(TARGETS moeperm_warnings moeperm_sanitizers EXPORT moepermTargets)
+endif()
 install(TARGETS moeperm moeperm_cli EXPORT moepermTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
