@@ -1,0 +1,163 @@
+#include "testing.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace moeperm::testing {
+namespace {
+
+int64_t rows_of(const HostTensor &t) { return t.desc.shape.empty() ? 0 : t.desc.shape[0]; }
+int64_t cols_of(const HostTensor &t) { return t.desc.shape.size() == 2 ? t.desc.shape[1] : 1; }
+int64_t offset_of(const HostTensor &t, int64_t i, int64_t j) {
+  return t.desc.shape.size() == 2 ? t.at(i, j) : t.at(i);
+}
+
+std::vector<std::byte> exact_workspace(const Plan &plan) {
+  return std::vector<std::byte>(static_cast<size_t>(plan.workspace_bytes()));
+}
+
+}  // namespace
+
+void run_forward(Problem &p, Backend backend) {
+  const Plan plan = plan_permute(p.permute_desc(), PlanOptions{backend});
+  auto ws = exact_workspace(plan);
+  run(plan, p.permute_data(), ws);
+}
+
+void run_backward(Problem &p, Backend backend) {
+  const Plan plan = plan_permute_grad(p.grad_desc(), PlanOptions{backend});
+  auto ws = exact_workspace(plan);
+  run(plan, p.grad_data(), ws);
+}
+
+void run_both(Problem &p, Backend backend) {
+  run_forward(p, backend);
+  run_backward(p, backend);
+}
+
+HostTensor poisoned_like(const HostTensor &like, const Layout &layout) {
+  return tools::make_tensor(like.desc.dtype, like.desc.shape, layout, kPoison);
+}
+
+HostTensor relayout(const HostTensor &src, const Layout &layout) {
+  HostTensor dst = poisoned_like(src, layout);
+  for (int64_t i = 0; i < rows_of(src); ++i)
+    for (int64_t j = 0; j < cols_of(src); ++j) set_bits(dst, i, j, bits_at(src, i, j));
+  return dst;
+}
+
+int64_t bytes_written_outside_view(const HostTensor &t) {
+  const int64_t es = element_size(t.desc.dtype);
+  std::vector<bool> inside(t.storage.size(), false);
+  for (int64_t i = 0; i < rows_of(t); ++i)
+    for (int64_t j = 0; j < cols_of(t); ++j)
+      for (int64_t b = 0; b < es; ++b)
+        inside[static_cast<size_t>(offset_of(t, i, j) * es + b)] = true;
+  int64_t n = 0;
+  for (size_t b = 0; b < t.storage.size(); ++b) n += !inside[b] && t.storage[b] != kPoison;
+  return n;
+}
+
+bool untouched(const HostTensor &t) {
+  for (std::byte b : t.storage)
+    if (b != kPoison) return false;
+  return true;
+}
+
+uint64_t bits_at(const HostTensor &t, int64_t i, int64_t j) {
+  const int64_t es = element_size(t.desc.dtype);
+  uint64_t v = 0;
+  std::memcpy(&v, t.storage.data() + offset_of(t, i, j) * es, static_cast<size_t>(es));
+  return v;  // little-endian: the low `es` bytes hold the element
+}
+
+void set_bits(HostTensor &t, int64_t i, int64_t j, uint64_t bits) {
+  const int64_t es = element_size(t.desc.dtype);
+  std::memcpy(t.storage.data() + offset_of(t, i, j) * es, &bits, static_cast<size_t>(es));
+}
+
+std::vector<int32_t> read_indices(const HostTensor &t) {
+  std::vector<int32_t> v(static_cast<size_t>(rows_of(t)));
+  for (int64_t i = 0; i < rows_of(t); ++i)
+    v[static_cast<size_t>(i)] = static_cast<int32_t>(static_cast<uint32_t>(bits_at(t, i)));
+  return v;
+}
+
+void write_indices(HostTensor &t, const std::vector<int32_t> &values) {
+  for (size_t i = 0; i < values.size(); ++i)
+    set_bits(t, static_cast<int64_t>(i), 0, static_cast<uint32_t>(values[i]));
+}
+
+::testing::AssertionResult BitwiseEqual(const HostTensor &got, const HostTensor &want) {
+  if (got.desc.shape != want.desc.shape || got.desc.dtype != want.desc.dtype)
+    return ::testing::AssertionFailure() << "shape/dtype differ: " << to_string(got.desc.dtype)
+                                         << " vs " << to_string(want.desc.dtype);
+  const int64_t diff = tools::count_bit_differences(got, want);
+  if (diff == 0) return ::testing::AssertionSuccess();
+  auto failure = ::testing::AssertionFailure();
+  failure << diff << " of " << got.numel() << " elements differ; first:";
+  int shown = 0;
+  for (int64_t i = 0; i < rows_of(got) && shown < 5; ++i)
+    for (int64_t j = 0; j < cols_of(got) && shown < 5; ++j)
+      if (bits_at(got, i, j) != bits_at(want, i, j)) {
+        failure << " [" << i << "," << j << "] got 0x" << std::hex << bits_at(got, i, j) << " ("
+                << got.get(i, j) << ") want 0x" << bits_at(want, i, j) << " (" << want.get(i, j)
+                << ")" << std::dec;
+        ++shown;
+      }
+  return failure;
+}
+
+::testing::AssertionResult AllZero(const HostTensor &t) {
+  for (int64_t i = 0; i < rows_of(t); ++i)
+    for (int64_t j = 0; j < cols_of(t); ++j)
+      if (bits_at(t, i, j) != 0)
+        return ::testing::AssertionFailure()
+               << "element [" << i << "," << j << "] has bits 0x" << std::hex << bits_at(t, i, j);
+  return ::testing::AssertionSuccess();
+}
+
+::testing::AssertionResult SameOutputs(const Problem &got, const Problem &want) {
+  struct Pair {
+    const char *name;
+    const HostTensor &a, &b;
+  };
+  const Pair pairs[] = {{"permuted_tokens", got.permuted_tokens, want.permuted_tokens},
+                        {"sorted_indices", got.sorted_indices, want.sorted_indices},
+                        {"tokens_grad", got.tokens_grad, want.tokens_grad},
+                        {"permuted_probs", got.permuted_probs, want.permuted_probs},
+                        {"dense_probs_grad", got.dense_probs_grad, want.dense_probs_grad}};
+  for (const Pair &p : pairs) {
+    if (p.a.desc.shape.empty() && p.b.desc.shape.empty()) continue;  // not allocated
+    if (auto r = BitwiseEqual(p.a, p.b); !r)
+      return ::testing::AssertionFailure() << p.name << ": " << r.message();
+  }
+  return ::testing::AssertionSuccess();
+}
+
+std::string describe(const ProblemSpec &s) {
+  std::ostringstream o;
+  o << "T=" << s.T << " H=" << s.H << " E=" << s.E << " K=" << s.K << " C=" << s.capacity
+    << " dropAndPad=" << s.drop_and_pad << " dtype=" << to_string(s.dtype)
+    << " probs=" << (s.with_probs ? to_string(s.probs_dtype) : "none")
+    << " map=" << to_string(s.map_dtype) << " ragged=" << s.ragged << " seed=" << s.seed;
+  return o.str();
+}
+
+ScopedEnv::ScopedEnv(const char *name, const char *value) : name_(name) {
+  if (const char *old = std::getenv(name)) had_old_ = true, old_ = old;
+  if (value)
+    ::setenv(name, value, 1);
+  else
+    ::unsetenv(name);
+}
+
+ScopedEnv::~ScopedEnv() {
+  if (had_old_)
+    ::setenv(name_.c_str(), old_.c_str(), 1);
+  else
+    ::unsetenv(name_.c_str());
+}
+
+}  // namespace moeperm::testing
