@@ -71,7 +71,7 @@ struct TensorDesc {
   // the view must lie inside [0, storage_elements).
   std::optional<int64_t> storage_elements;
 
-  static TensorDesc contiguous(DType dtype, std::vector<int64_t> shape);
+  MOEPERM_API static TensorDesc contiguous(DType dtype, std::vector<int64_t> shape);
 };
 
 // MoeTokenPermuteWithRoutingMap (SPEC §2). Names follow CANN's parameters.

@@ -92,7 +92,7 @@ ACL_FUNC_VISIBILITY aclError aclInit(const char *) {
 }
 
 ACL_FUNC_VISIBILITY aclError aclFinalize(void) {
-  (void)mc::synchronize_all();
+  mc::wait_all();
   const int64_t tensors = mc::live_tensors(), streams = mc::live_streams(),
                 allocs = mc::live_allocations(), executors = mc::live_executors();
   std::lock_guard lock(mc::g_mu);
@@ -118,7 +118,7 @@ ACL_FUNC_VISIBILITY aclError aclrtResetDevice(int32_t deviceId) {
   if (deviceId != 0)
     return report_acl(ACL_ERROR_INVALID_DEVICE,
                       cat("aclrtResetDevice: deviceId must be 0 (the CPU device), got ", deviceId));
-  (void)mc::synchronize_all();
+  mc::wait_all();
   return ACL_SUCCESS;
 }
 
@@ -163,7 +163,7 @@ ACL_FUNC_VISIBILITY aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMal
 ACL_FUNC_VISIBILITY aclError aclrtFree(void *devPtr) {
   if (!devPtr) return report_acl(ACL_ERROR_INVALID_PARAM, "aclrtFree: devPtr must not be null");
   // Work still queued may use the memory: let it finish first.
-  (void)mc::synchronize_all();
+  mc::wait_all();
   {
     std::lock_guard lock(mc::g_mu);
     if (mc::allocations().erase(reinterpret_cast<uintptr_t>(devPtr)) == 0)
@@ -207,7 +207,7 @@ ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void *dst, size_t destMax, const void *
   const bool src_dev = k == ACL_MEMCPY_DEVICE_TO_HOST || k == ACL_MEMCPY_DEVICE_TO_DEVICE;
   if (aclError e = mc::check_side(api, "dst", dst, count, dst_dev, k)) return e;
   if (aclError e = mc::check_side(api, "src", src, count, src_dev, k)) return e;
-  (void)mc::synchronize_all();
+  mc::wait_all();
   std::memmove(dst, src, count);
   return ACL_SUCCESS;
 }
@@ -220,7 +220,7 @@ ACL_FUNC_VISIBILITY aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t 
   if (count == 0) return ACL_SUCCESS;
   if (!devPtr) return report_acl(ACL_ERROR_INVALID_PARAM, cat(api, ": devPtr must not be null"));
   if (aclError e = mc::check_side(api, "devPtr", devPtr, count, true, ACL_MEMCPY_HOST_TO_DEVICE)) return e;
-  (void)mc::synchronize_all();
+  mc::wait_all();
   std::memset(devPtr, value, count);
   return ACL_SUCCESS;
 }

@@ -47,6 +47,11 @@ detail::Status Stream::synchronize() {
   return std::exchange(first_error_, detail::Status::success());
 }
 
+void Stream::wait_idle() {
+  std::unique_lock lock(mu_);
+  idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
+}
+
 void Stream::serve() {
   std::unique_lock lock(mu_);
   for (;;) {
@@ -67,7 +72,7 @@ void Stream::serve() {
 
 detail::Status submit(aclrtStream handle, Stream::Task task) {
   if (!handle) {
-    MOEPERM_TRY(synchronize_all());
+    wait_all();
     return task();
   }
   auto *s = static_cast<Stream *>(handle);
@@ -85,6 +90,11 @@ detail::Status synchronize_all() {
     if (!st.ok() && first.ok()) first = std::move(st);
   }
   return first;
+}
+
+void wait_all() {
+  std::lock_guard lock(g_streams_mu);
+  for (Stream *s : streams()) s->wait_idle();
 }
 
 int64_t live_streams() {

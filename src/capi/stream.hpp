@@ -29,6 +29,8 @@ class Stream {
   void enqueue(Task task);
   // Waits until every enqueued task has finished; returns and clears the first failure.
   detail::Status synchronize();
+  // Waits like synchronize() but leaves the failure for the next synchronize().
+  void wait_idle();
 
  private:
   void serve();
@@ -46,8 +48,13 @@ class Stream {
 // enqueued.
 detail::Status submit(aclrtStream stream, Stream::Task task);
 
-// Waits for every live stream; returns the first failure found.
+// Waits for every live stream; returns (and clears) the first failure found. Only
+// aclrtSynchronizeStream(nullptr) / aclrtSynchronizeDevice collect errors this way.
 detail::Status synchronize_all();
+// Waits for every live stream without collecting their failures: what ordering points
+// (aclrtMemcpy, aclrtFree, default-stream work, ...) need, so that a failure stays with
+// its stream until that stream is synchronized.
+void wait_all();
 int64_t live_streams();
 
 }  // namespace moeperm::capi

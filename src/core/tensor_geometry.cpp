@@ -73,19 +73,19 @@ Status check_view(std::string_view api, std::string_view arg, const TensorDesc &
                                  " reaches element ", hi, ", outside its storage of ",
                                  *desc.storage_elements, " elements"));
   if (is_output) {
-    // Two distinct indices alias iff, ordering dims by |stride|, some stride is smaller
-    // than the extent of the dims inside it (dims of size 1 never alias).
+    // Sufficient for no aliasing (the test PyTorch uses): ordering dims by |stride|, each
+    // stride is larger than the span of the dims inside it. Dims of size 1 never alias.
     std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size)
     for (size_t i = 0; i < desc.shape.size(); ++i)
       if (desc.shape[i] > 1) dims.emplace_back(std::llabs(strides[i]), desc.shape[i]);
     std::sort(dims.begin(), dims.end());
-    int64_t inner_extent = 1;
+    int64_t inner_span = 1;  // 1 + highest offset reached by the inner dims
     for (auto [stride, size] : dims) {
-      if (stride < inner_extent)
+      if (stride < inner_span)
         return inconsistent(api, cat(arg, ": output with shape ", shape_string(desc.shape),
                                      " and strides ", shape_string(strides),
                                      " writes some elements more than once"));
-      inner_extent = stride * size;  // cannot overflow: bounded by hi above
+      inner_span += stride * (size - 1);  // cannot overflow: bounded by hi - lo above
     }
   }
   return Status::success();

@@ -61,9 +61,11 @@ TEST_P(Offsets64, ForwardAndBackwardPastTwoToThe31Elements) {
       const int64_t row = drop_and_pad ? j : s[j];
       const int64_t t = drop_and_pad ? s[j] : j / K;
       ++count[t];
-      if (j % 997 == 0 || j >= R - 3)
-        for (int64_t h = 0; h < kH; h += 251)
+      if (j % 997 == 0 || j >= R - 3) {
+        for (int64_t h = 0; h < kH; h += 251) {
           ASSERT_EQ(bf16_to_f32(y[row * kH + h]), token_value(t, h)) << "row " << row << " h " << h;
+        }
+      }
     }
   }
 
