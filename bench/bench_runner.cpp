@@ -91,7 +91,7 @@ CaseResult run_case(const Case &c, const Options &o) {
   finish(res.forward, tf, cf);
   finish(res.backward, tb, cb);
 
-  if (c.with_reference) {
+  if (c.with_reference && o.ref_runs > 0) {
     // The reference is single-threaded by construction; S comes from the forward above.
     const Plan rf = plan_permute(p.permute_desc(), {Backend::reference});
     const Plan rb = plan_permute_grad(p.grad_desc(), {Backend::reference});

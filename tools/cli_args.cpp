@@ -191,4 +191,36 @@ RunOptions parse_run_args(std::span<const std::string_view> args) {
   return o;
 }
 
+BenchCommandOptions parse_bench_args(std::span<const std::string_view> args) {
+  BenchCommandOptions o;
+  Cursor c(args);
+  while (c.next()) {
+    const std::string_view f = c.flag();
+    if (f == "--help" || f == "-h") {
+      c.no_value();
+      o.help = true;
+    } else if (f == "--suite") {
+      const std::string_view v = c.value();
+      if (v != "named" && v != "sweep" && v != "threads")
+        fail("--suite must be named, sweep or threads, got '" + std::string(v) + "'");
+      o.bench.suites.emplace_back(v);
+    } else if (f == "--runs") {
+      o.bench.runs = parse_integer<int>(f, c.value(), 10, 100000);
+    } else if (f == "--warmup") {
+      o.bench.warmup = parse_integer<int>(f, c.value(), 0, 1000);
+    } else if (f == "--reference-runs") {
+      o.bench.ref_runs = parse_integer<int>(f, c.value(), 0, 1000);
+    } else if (f == "--threads") {
+      o.bench.max_threads = parse_integer<int>(f, c.value(), 1, 1024);
+    } else if (f == "--json") {
+      o.json_path = std::string(c.value());
+    } else if (f.starts_with("-")) {
+      fail("unknown flag '" + std::string(f) + "' (see moeperm bench --help)");
+    } else {
+      fail("unexpected argument '" + std::string(f) + "' (see moeperm bench --help)");
+    }
+  }
+  return o;
+}
+
 }  // namespace moeperm::cli

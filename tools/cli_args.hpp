@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "bench.hpp"
 #include "problem.hpp"
 
 namespace moeperm::cli {
@@ -32,6 +33,16 @@ struct RunOptions {
 
 // Parses the arguments after `run`. Throws UsageError.
 RunOptions parse_run_args(std::span<const std::string_view> args);
+
+// Everything `moeperm bench` can be told.
+struct BenchCommandOptions {
+  bench::Options bench;   // suites, runs, warm-up, thread ceiling
+  std::string json_path;  // --json FILE: also write the figures as JSON ("-": stdout)
+  bool help = false;
+};
+
+// Parses the arguments after `bench`. Throws UsageError.
+BenchCommandOptions parse_bench_args(std::span<const std::string_view> args);
 
 // Names the CLI accepts and prints for dtypes and backends.
 std::string_view dtype_name(DType dtype);

@@ -12,7 +12,9 @@ commands:
   run        run aclnnMoeTokenPermuteWithRoutingMap (forward) and
              aclnnMoeTokenPermuteWithRoutingMapGrad (backward) through the CANN C API on a
              random problem, time both, and verify them bitwise against the reference
-  help [run] print this help, or the help of `run`
+  bench      measure both operators on the SPEC §7 shapes: median time, bytes moved,
+             GB/s and the ratio to a same-run multi-threaded memcpy of the same bytes
+  help [run|bench]  print this help, or the help of a command
 
 flags:
   -h, --help  print this help
@@ -78,6 +80,39 @@ examples:
   moeperm run
   moeperm run -T 4096 -H 7168 -E 256 -C 16 --drop-and-pad --dtype fp32
   moeperm run -E 8 -K 2 -H 4096 --probs-dtype fp32 --threads 1 --repeat 5
+)";
+
+const char *const kBenchHelp =
+    R"(usage: moeperm bench [flags]
+
+Times both operators (the CPU backend, through the C++ API: plans are built once, as a
+training loop would) on the SPEC §7 shapes. For each case and operator it reports the
+median of the timed runs after warm-up, the bytes one call must move at least (reads +
+writes: G, S, probs and the outputs), the effective GB/s, and the ratio to a
+multi-threaded memcpy that moves the same number of bytes (copies half of them), timed in
+the same run, interleaved with the operator: the practical ceiling of a memory-bound
+operator on this machine. The named cases also time the single-threaded reference kernels.
+
+suites (default: all three):
+  named    deepseek     T=4096 H=7168 E=256 K=8 bf16 drop-less, with probs
+           mixtral      T=8192 H=4096 E=8 K=2 bf16 drop-less, with probs
+           cann-sample  T=4096 H=7168 E=256 C=16 fp32 drop-and-pad, with probs
+  sweep    deepseek with T = 512, 1024, ..., 16384 (how time grows with the work)
+  threads  deepseek with 1 .. N threads (scaling)
+
+flags:
+  --suite S            run suite S (repeatable)
+  --runs N             timed runs per operator, N >= 10 (default 10)
+  --warmup N           untimed runs first (default 2)
+  --reference-runs N   timed runs of the reference kernels in the named suite (default 1;
+                       0 skips them)
+  --threads N          threads of the operators and of the memcpy (default: every
+                       hardware thread); the threads suite goes from 1 to N
+  --json FILE          also write every figure as JSON to FILE (- for stdout)
+  -h, --help           print this help
+
+example:
+  moeperm bench --suite named --json bench.json
 )";
 
 }  // namespace moeperm::cli

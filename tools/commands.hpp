@@ -14,7 +14,11 @@ inline constexpr int kExitUsage = 2;
 // `moeperm run [flags]`; args are the arguments after "run".
 int run_command(std::span<const std::string_view> args);
 
+// `moeperm bench [flags]`; args are the arguments after "bench".
+int bench_command(std::span<const std::string_view> args);
+
 extern const char *const kMainHelp;
 extern const char *const kRunHelp;
+extern const char *const kBenchHelp;
 
 }  // namespace moeperm::cli

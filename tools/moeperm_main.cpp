@@ -28,6 +28,10 @@ int main(int argc, char **argv) {
       std::fputs(kRunHelp, stdout);
       return kExitOk;
     }
+    if (args.size() > 1 && args[1] == "bench") {
+      std::fputs(kBenchHelp, stdout);
+      return kExitOk;
+    }
     std::fputs(kMainHelp, stdout);
     return kExitOk;
   }
@@ -36,6 +40,7 @@ int main(int argc, char **argv) {
     return kExitOk;
   }
   if (command == "run") return run_command(std::span(args).subspan(1));
+  if (command == "bench") return bench_command(std::span(args).subspan(1));
   if (command.starts_with("-"))
     return usage_error("unknown flag '" + std::string(command) + "' (see moeperm --help)");
   return usage_error("unknown command '" + std::string(command) + "' (see moeperm --help)");

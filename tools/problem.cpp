@@ -87,14 +87,54 @@ HostTensor make_tensor(DType dtype, std::vector<int64_t> shape, const Layout &la
   return t;
 }
 
+namespace {
+
+uint64_t splitmix64(uint64_t &state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+template <class S, class Convert>
+void fill_rows(HostTensor &t, uint64_t base, Convert convert) {
+  const bool is2d = t.desc.shape.size() == 2;
+  const int64_t rows = t.desc.shape[0], cols = is2d ? t.desc.shape[1] : 1;
+  auto *data = reinterpret_cast<S *>(t.storage.data());
+  // Each row has its own generator (seeded from base and the row), so rows fill in
+  // parallel and the result depends on the seed only.
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < rows; ++i) {
+    uint64_t state = base ^ (static_cast<uint64_t>(i) * 0xd1b54a32d192ed03ull);
+    uint64_t bits = 0;
+    int left = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      if (left == 0) bits = splitmix64(state), left = 7;
+      const int v = static_cast<int>(bits & 511u) - 256;  // 9 bits: [-256, 255]
+      bits >>= 9, --left;
+      data[is2d ? t.at(i, j) : t.at(i)] = convert(static_cast<float>(v) / 64.0f);
+    }
+  }
+}
+
+}  // namespace
+
 void fill_random(HostTensor &t, std::mt19937_64 &rng) {
   // Multiples of 2^-6 in [-4, 4): exact in bf16 (8 significant bits), fp16 and fp32, so
   // generated data is the same whatever the dtype; sums still round in bf16.
-  std::uniform_int_distribution<int> dist(-256, 255);
-  const bool is2d = t.desc.shape.size() == 2;
-  const int64_t rows = t.desc.shape[0], cols = is2d ? t.desc.shape[1] : 1;
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < cols; ++j) t.set(i, j, dist(rng) / 64.0);
+  const uint64_t base = rng();
+  switch (t.desc.dtype) {
+    case DType::bf16: fill_rows<uint16_t>(t, base, f32_to_bf16); break;
+    case DType::f16: fill_rows<uint16_t>(t, base, f32_to_f16); break;
+    case DType::f32: fill_rows<float>(t, base, [](float v) { return v; }); break;
+    default: {
+      const bool is2d = t.desc.shape.size() == 2;
+      const int64_t rows = t.desc.shape[0], cols = is2d ? t.desc.shape[1] : 1;
+      std::uniform_int_distribution<int> dist(-256, 255);
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < cols; ++j) t.set(i, j, dist(rng) / 64.0);
+    }
+  }
 }
 
 HostTensor make_routing_map(int64_t T, int64_t E, int64_t experts_per_token, DType dtype,
