@@ -133,5 +133,44 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(param_info.param.name);
     });
 
+// CANN callers often pass no strides (row-major) and storageDims equal to viewDims; the
+// operators must read such tensors as contiguous.
+TEST(CannProgramTensors, WithoutStridesAreRowMajor) {
+  CHECK_ACL(aclInit(nullptr));
+  ProblemSpec spec;
+  spec.T = 37, spec.H = 16, spec.E = 8, spec.K = 2, spec.dtype = spec.probs_dtype = DType::f32;
+  Problem p = tools::make_problem(spec);
+  Problem ref = p;
+  run_both(ref, Backend::reference);
+  std::vector<aclTensor *> made;
+  auto plain = [&](HostTensor &h) {
+    const std::vector<int64_t> &dims = h.desc.shape;
+    aclTensor *t = aclCreateTensor(dims.data(), dims.size(), static_cast<aclDataType>(h.desc.dtype),
+                                   nullptr, 0, ACL_FORMAT_ND, dims.data(), dims.size(), h.data());
+    made.push_back(t);
+    return t;
+  };
+  uint64_t ws = 0;
+  aclOpExecutor *exec = nullptr;
+  ASSERT_EQ(
+      aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSize(
+          plain(p.tokens), plain(p.routing_map), plain(p.probs), spec.num_out_tokens(), false,
+          plain(p.permuted_tokens), plain(p.permuted_probs), plain(p.sorted_indices), &ws, &exec),
+      0)
+      << aclGetRecentErrMsg();
+  std::vector<std::byte> work(ws);
+  ASSERT_EQ(aclnnMoeTokenPermuteWithRoutingMap(work.data(), ws, exec, nullptr), 0);
+  ASSERT_EQ(aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspaceSize(
+                plain(p.grad), plain(p.probs_grad), plain(p.sorted_indices), plain(p.routing_map),
+                spec.E, spec.T, false, plain(p.tokens_grad), plain(p.dense_probs_grad), &ws, &exec),
+            0)
+      << aclGetRecentErrMsg();
+  work.assign(ws, std::byte{0});
+  ASSERT_EQ(aclnnMoeTokenPermuteWithRoutingMapGrad(work.data(), ws, exec, nullptr), 0);
+  EXPECT_TRUE(SameOutputs(p, ref));
+  for (aclTensor *t : made) CHECK_ACL(aclDestroyTensor(t));
+  CHECK_ACL(aclFinalize());
+}
+
 }  // namespace
 }  // namespace moeperm::testing

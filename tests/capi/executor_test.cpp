@@ -5,6 +5,8 @@
 #include <acl/acl.h>
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "acl_support.hpp"
 #include "testing.hpp"
 
@@ -171,6 +173,30 @@ TEST(Executor, ExecutorsBindPointersAndRunInAnyOrder) {
   ASSERT_EQ(aclnnMoeTokenPermuteWithRoutingMapGrad(gw.data(), gws, ge2, nullptr), 0);
   ASSERT_EQ(aclnnMoeTokenPermuteWithRoutingMapGrad(gw.data(), gws, ge1, nullptr), 0);
   EXPECT_TRUE(SameOutputs(f.p, ref));
+}
+
+// Several threads, each running its own problems through both phases on the default stream
+// (executors are created and consumed concurrently): every result is right.
+TEST(Executor, ConcurrentCallersOnTheDefaultStream) {
+  constexpr int kThreads = 4, kRounds = 5;
+  std::vector<int> wrong(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([i, &wrong] {
+      for (int round = 0; round < kRounds; ++round) {
+        ProblemSpec s;
+        s.T = 64 + i, s.H = 24, s.E = 8, s.K = 2, s.capacity = 9, s.drop_and_pad = (i + round) % 2;
+        s.dtype = DType::bf16, s.probs_dtype = DType::f32;
+        s.seed = static_cast<uint64_t>(100 * i + round);
+        Problem p = tools::make_problem(s);
+        Problem ref = p;
+        run_both(ref, Backend::reference);
+        const bool ok = c_forward(p).code == 0 && c_backward(p).code == 0 && SameOutputs(p, ref);
+        wrong[static_cast<size_t>(i)] += !ok;
+      }
+    });
+  for (std::thread &t : threads) t.join();
+  EXPECT_EQ(wrong, std::vector<int>(kThreads, 0));
 }
 
 // A failing first phase creates no executor (aclFinalize in the environment would notice).

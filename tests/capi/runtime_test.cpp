@@ -92,6 +92,16 @@ TEST(Memcpy, RunningPastTheEndOfAnAllocation) {
   EXPECT_EQ(aclrtMemset(a.bytes() + 90, 20, 0, 11), ACL_ERROR_INVALID_PARAM);
 }
 
+TEST(MallocHost, IsHostMemory) {
+  void *h = nullptr;
+  ASSERT_EQ(aclrtMallocHost(&h, 64), ACL_SUCCESS);
+  DeviceAlloc d(64);
+  std::memset(h, 0x3C, 64);
+  EXPECT_EQ(aclrtMemcpy(d.ptr, 64, h, 64, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS) << message();
+  EXPECT_EQ(aclrtMemcpy(h, 64, d.ptr, 64, ACL_MEMCPY_DEVICE_TO_DEVICE), ACL_ERROR_INVALID_PARAM);
+  EXPECT_EQ(aclrtFreeHost(h), ACL_SUCCESS);
+}
+
 TEST(Malloc, SizeZeroIsAnError) {
   void *p = reinterpret_cast<void *>(uintptr_t{1});
   EXPECT_EQ(aclrtMalloc(&p, 0, ACL_MEM_MALLOC_HUGE_FIRST), ACL_ERROR_INVALID_PARAM);

@@ -98,6 +98,44 @@ TEST_P(RandomProblem, CpuBackwardOfReferenceForward) {
   }
 }
 
+// The backward on indices that no forward produced (repeated, skipped, -1 anywhere in
+// drop-less mode; any token, any number of times, in drop-and-pad mode): still defined by
+// SPEC §3, and the backends must agree. Drop-and-pad repeats a token within one expert, where
+// the later slot's P wins the assignment.
+TEST_P(RandomProblem, BackwardOfArbitraryValidIndices) {
+  const ProblemSpec s = spec_of(GetParam(), 4);
+  SCOPED_TRACE(describe(s));
+  Problem ref = tools::make_problem(s);
+  std::mt19937_64 rng(17);
+  const int64_t R = s.rows();
+  std::uniform_int_distribution<int64_t> pick(s.drop_and_pad ? 0 : -1,
+                                              (s.drop_and_pad ? s.T : R) - 1);
+  std::vector<int32_t> S(static_cast<size_t>(R));
+  for (int32_t &v : S) v = static_cast<int32_t>(pick(rng));
+  write_indices(ref.sorted_indices, S);
+  Problem cpu = ref;
+  run_backward(ref, Backend::reference);
+  run_backward(cpu, Backend::cpu);
+  EXPECT_TRUE(BitwiseEqual(cpu.tokens_grad, ref.tokens_grad));
+  if (s.with_probs) {
+    EXPECT_TRUE(BitwiseEqual(cpu.dense_probs_grad, ref.dense_probs_grad));
+  }
+  EXPECT_TRUE(BackwardMatchesSpec(ref));
+}
+
+// numOutTokens is divided, not required to be a multiple: T*K + T-1 (drop-less) and
+// E*C + E-1 (drop-and-pad) give the same outputs as T*K and E*C.
+TEST_P(RandomProblem, NumOutTokensIsRoundedDown) {
+  const ProblemSpec s = spec_of(GetParam(), 5);
+  Problem exact = tools::make_problem(s);
+  Problem rounded = exact;
+  run_forward(exact, Backend::cpu);
+  PermuteDesc d = rounded.permute_desc();
+  d.num_out_tokens += (s.drop_and_pad ? s.E : s.T) - 1;
+  permute(d, rounded.permute_data(), {Backend::cpu});
+  EXPECT_TRUE(SameOutputs(rounded, exact));
+}
+
 INSTANTIATE_TEST_SUITE_P(Shapes, RandomProblem, ::testing::ValuesIn(kCases),
                          [](const ::testing::TestParamInfo<Case> &param_info) {
                            return case_name(param_info.param);

@@ -77,6 +77,45 @@ INSTANTIATE_TEST_SUITE_P(Layouts, Strided,
                                                                                  : "_reference");
                          });
 
+// A copy of t viewed through negative strides: row i (and, for 2-D, column j) is stored
+// where row rows-1-i (column cols-1-j) of t is, so the storage offset points at the end.
+HostTensor reversed(const HostTensor &t, bool poison) {
+  HostTensor r = poisoned_like(t);
+  const bool two_d = r.desc.shape.size() == 2;
+  for (size_t d = 0; d < r.desc.shape.size(); ++d) {
+    r.desc.offset += (r.desc.shape[d] - 1) * r.desc.strides[d];
+    r.desc.strides[d] = -r.desc.strides[d];
+  }
+  if (!poison)
+    for (int64_t i = 0; i < t.desc.shape[0]; ++i)
+      for (int64_t j = 0; j < (two_d ? t.desc.shape[1] : 1); ++j)
+        set_bits(r, i, j, bits_at(t, i, j));
+  return r;
+}
+
+// Every tensor, inputs and outputs, walked backwards in both dimensions.
+TEST(StridedNegative, EveryTensorReversed) {
+  for (bool dp : {false, true}) {
+    for (Backend backend : {Backend::cpu, Backend::reference}) {
+      ProblemSpec s;
+      s.T = 37, s.H = 20, s.E = 9, s.K = 3, s.capacity = 5, s.drop_and_pad = dp;
+      s.dtype = DType::f16, s.probs_dtype = DType::f16, s.seed = 4;
+      Problem contiguous = tools::make_problem(s);
+      Problem q = contiguous;
+      for (HostTensor *t : {&q.tokens, &q.routing_map, &q.probs, &q.grad, &q.probs_grad})
+        *t = reversed(*t, false);
+      for (HostTensor *t : {&q.permuted_tokens, &q.permuted_probs, &q.sorted_indices,
+                            &q.tokens_grad, &q.dense_probs_grad})
+        *t = reversed(*t, true);
+      ASSERT_LT(q.tokens.desc.strides[0], 0);
+      run_both(contiguous, Backend::reference);
+      run_both(q, backend);
+      EXPECT_TRUE(SameOutputs(q, contiguous))
+          << "dropAndPad=" << dp << (backend == Backend::cpu ? " cpu" : " reference");
+    }
+  }
+}
+
 // Rows wider than the CPU kernel's accumulator chunk (4096 fp32), strided, both modes.
 TEST(StridedWide, RowsLongerThanOneAccumulatorChunk) {
   for (bool dp : {false, true}) {
