@@ -84,6 +84,18 @@ TEST_P(Empty, ForwardWithoutTokens) {
   }
 }
 
+// E = 0 in the drop-less forward (the backward requires numExperts > 0): no token has an
+// expert, so every slot is -1 and every permuted row and prob is zero.
+TEST_P(Empty, DroplessForwardWithoutExperts) {
+  ProblemSpec s = spec(5, 3, 2, 0, false);
+  s.E = 0;
+  Problem p = tools::make_problem(s);
+  run_forward(p, GetParam());
+  EXPECT_EQ(read_indices(p.sorted_indices), std::vector<int32_t>(10, -1));
+  EXPECT_TRUE(AllZero(p.permuted_tokens));
+  EXPECT_TRUE(AllZero(p.permuted_probs));
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, Empty, ::testing::Values(Backend::cpu, Backend::reference),
                          [](const ::testing::TestParamInfo<Backend> &param_info) {
                            return std::string(param_info.param == Backend::cpu ? "cpu"

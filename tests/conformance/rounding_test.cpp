@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <random>
 
 #include "fp_reference.hpp"
 #include "testing.hpp"
@@ -108,6 +110,36 @@ TEST(SumOrder, DroplessFollowsSlotOrderNotRowOrder) {
     run_backward(p, backend);
     EXPECT_EQ(bits_at(p.tokens_grad, 0, 0), 0x4b800001u);
   }
+}
+
+// NaN and infinities in G: sums that see a NaN, or +inf and -inf, are NaN; sums that see one
+// infinity are that infinity; the backends produce the same bits (same operations in the
+// same order), in every value dtype.
+TEST(SumSpecialValues, NonFiniteTermsPropagateIdentically) {
+  for (DType dtype : {DType::bf16, DType::f16, DType::f32})
+    for (bool dp : {false, true}) {
+      ProblemSpec s;
+      s.T = 37, s.H = 33, s.E = 9, s.K = 3, s.capacity = 5, s.drop_and_pad = dp;
+      s.dtype = s.probs_dtype = dtype, s.seed = 12;
+      Problem ref = tools::make_problem(s);
+      run_forward(ref, Backend::reference);
+      std::mt19937_64 rng(5);
+      const double specials[] = {NAN, INFINITY, -INFINITY};
+      for (int n = 0; n < 60; ++n) {
+        const int64_t j = static_cast<int64_t>(rng() % static_cast<uint64_t>(s.rows()));
+        const int64_t h = static_cast<int64_t>(rng() % static_cast<uint64_t>(s.H));
+        set_bits(ref.grad, j, h, encode(dtype, specials[rng() % 3]));
+      }
+      Problem cpu = ref;
+      run_backward(ref, Backend::reference);
+      run_backward(cpu, Backend::cpu);
+      EXPECT_TRUE(BitwiseEqual(cpu.tokens_grad, ref.tokens_grad))
+          << to_string(dtype) << " dropAndPad=" << dp;
+      int64_t nonfinite = 0;
+      for (int64_t t = 0; t < s.T; ++t)
+        for (int64_t h = 0; h < s.H; ++h) nonfinite += !std::isfinite(ref.tokens_grad.get(t, h));
+      EXPECT_GT(nonfinite, 0);
+    }
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <array>
 
+#include "naive.hpp"
 #include "testing.hpp"
 
 namespace moeperm::testing {
@@ -113,6 +114,37 @@ TEST(StridedNegative, EveryTensorReversed) {
       EXPECT_TRUE(SameOutputs(q, contiguous))
           << "dropAndPad=" << dp << (backend == Backend::cpu ? " cpu" : " reference");
     }
+  }
+}
+
+// Inputs may alias themselves (only outputs may not): a zero row stride broadcasts one row.
+// Here every token has the same values and the same routing, G repeats one row, and S
+// repeats one index; the result is still defined by the spec and the backends must agree.
+TEST(StridedBroadcast, ZeroStrideInputs) {
+  for (bool dp : {false, true}) {
+    ProblemSpec s;
+    s.T = 37, s.H = 20, s.E = 9, s.K = 3, s.capacity = 5, s.drop_and_pad = dp;
+    s.dtype = DType::bf16, s.probs_dtype = DType::f32, s.seed = 8;
+    Problem ref = tools::make_problem(s);
+    for (HostTensor *t : {&ref.tokens, &ref.routing_map, &ref.probs}) t->desc.strides[0] = 0;
+    run_forward(ref, Backend::reference);
+    ASSERT_TRUE(ForwardMatchesSpec(ref));
+    Problem cpu = ref;
+    cpu.permuted_tokens = poisoned_like(ref.permuted_tokens);
+    cpu.sorted_indices = poisoned_like(ref.sorted_indices);
+    cpu.permuted_probs = poisoned_like(ref.permuted_probs);
+    run_forward(cpu, Backend::cpu);
+    EXPECT_TRUE(SameOutputs(cpu, ref)) << "forward, dropAndPad=" << dp;
+
+    write_indices(ref.sorted_indices, {dp ? 2 : 4});  // S[0]; stride 0 repeats it
+    ref.sorted_indices.desc.strides = {0};
+    ref.grad.desc.strides[0] = 0;
+    ref.probs_grad.desc.strides = {0};
+    cpu.sorted_indices = ref.sorted_indices, cpu.grad = ref.grad, cpu.probs_grad = ref.probs_grad;
+    run_backward(ref, Backend::reference);
+    run_backward(cpu, Backend::cpu);
+    EXPECT_TRUE(BackwardMatchesSpec(ref));
+    EXPECT_TRUE(SameOutputs(cpu, ref)) << "backward, dropAndPad=" << dp;
   }
 }
 
