@@ -7,6 +7,8 @@
 
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "testing.hpp"
 
@@ -83,6 +85,32 @@ TEST_P(Isa, StreamingStoresForLargeOutputs) {
   dp.T = 4096, dp.H = 2049, dp.E = 8, dp.K = 2, dp.capacity = 512, dp.drop_and_pad = true;
   dp.dtype = DType::bf16, dp.probs_dtype = DType::bf16;
   expect_equal(dp, "streaming-stores");
+}
+
+// SPEC §4: sums are bitwise identical on every backend, NaNs included. G gets NaNs with
+// assorted payloads and signs (quiet and signalling); every variant must round them to the
+// same bits as the reference.
+TEST_P(Isa, NanPayloadsMatchTheReference) {
+  const std::pair<DType, std::vector<uint32_t>> nans[] = {
+      {DType::bf16, {0x7fc0, 0x7f81, 0xffc3, 0x7ff5}},
+      {DType::f16, {0x7e00, 0x7e01, 0x7d00, 0xfe55, 0x7c01, 0xffff}},
+      {DType::f32, {0x7fc00000, 0x7fc00001, 0xff800123, 0x7fbfffff}},
+  };
+  for (const auto &[dtype, payloads] : nans)
+    for (bool dp : {false, true}) {
+      ProblemSpec s;
+      s.T = 40, s.H = 48, s.E = 8, s.K = 2, s.capacity = 10, s.drop_and_pad = dp;
+      s.dtype = s.probs_dtype = dtype, s.with_probs = false, s.seed = 21;
+      SCOPED_TRACE(describe(s));
+      Problem ref = tools::make_problem(s);
+      run_forward(ref, Backend::reference);
+      for (int64_t j = 0; j < s.rows(); j += 3)  // a NaN in every third row, at varying columns
+        set_bits(ref.grad, j, (j * 7) % s.H, payloads[static_cast<size_t>(j) % payloads.size()]);
+      Problem cpu = ref;
+      run_backward(ref, Backend::reference);
+      run_backward(cpu, Backend::cpu);
+      EXPECT_TRUE(BitwiseEqual(cpu.tokens_grad, ref.tokens_grad));
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Variants, Isa, ::testing::Values("scalar", "avx2", "avx512"),
