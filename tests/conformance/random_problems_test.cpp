@@ -74,6 +74,7 @@ TEST_P(RandomProblem, CpuEqualsReferenceAndReferenceEqualsSpec) {
     run_both(ref, Backend::reference);
     ASSERT_TRUE(ForwardMatchesSpec(ref));
     ASSERT_TRUE(BackwardMatchesSpec(ref));
+    ASSERT_TRUE(ProbsGradMatchesSlotFormula(ref));
     run_both(cpu, Backend::cpu);
     EXPECT_TRUE(SameOutputs(cpu, ref));
     ASSERT_EQ(c_forward(capi).code, 0) << aclGetRecentErrMsg();

@@ -159,4 +159,29 @@ ForwardExpect expected_forward(const Routing &m, int64_t num_out_tokens, bool dr
   return ::testing::AssertionSuccess();
 }
 
+::testing::AssertionResult ProbsGradMatchesSlotFormula(const Problem &p) {
+  const ProblemSpec &s = p.spec;
+  if (s.drop_and_pad || !s.with_probs) return ::testing::AssertionSuccess();
+  const std::vector<int32_t> S = read_indices(p.sorted_indices);
+  const Routing m = read_routing(p.routing_map);
+  const int64_t K = static_cast<int64_t>(S.size()) / s.T;
+  for (int64_t t = 0; t < s.T; ++t) {
+    int64_t r = 0;
+    for (int64_t e = 0; e < s.E; ++e) {
+      uint64_t want = 0;
+      if (m.routed(t, e)) {
+        const int32_t j = S[sz(t * K + r++)];
+        if (j < 0) return ::testing::AssertionFailure() << "token " << t << " lost a slot";
+        want = bits_at(p.probs_grad, j);
+      }
+      if (bits_at(p.dense_probs_grad, t, e) != want)
+        return ::testing::AssertionFailure()
+               << "probsGradOut[" << t << ", " << e << "] = 0x" << std::hex
+               << bits_at(p.dense_probs_grad, t, e) << ", want P[S[" << std::dec << t << "*K + "
+               << r - 1 << "]] = 0x" << std::hex << want;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 }  // namespace moeperm::testing

@@ -42,4 +42,9 @@ ForwardExpect expected_forward(const Routing &m, int64_t num_out_tokens, bool dr
 // makes them): this is checked and reported as a failure when violated.
 ::testing::AssertionResult BackwardMatchesSpec(const Problem &p);
 
+// SPEC §3's second statement of the drop-less probs gradient, for S from the forward:
+// probsGrad[t, e_r] = P[S[t*K + r]] for token t's r-th expert e_r (and 0 where M is 0). It
+// must agree with the masked-scatter statement BackwardMatchesSpec checks.
+::testing::AssertionResult ProbsGradMatchesSlotFormula(const Problem &p);
+
 }  // namespace moeperm::testing
