@@ -144,6 +144,21 @@ TEST_P(DataErrors, ForwardRowWithMoreThanTopKExperts) {
   EXPECT_TRUE(untouched(p.sorted_indices));
 }
 
+// numOutTokens < T makes K = 0 (an empty output): a token with any expert is then one too
+// many, even though there is nothing to write.
+TEST_P(DataErrors, ForwardTopKZeroWithRoutedTokens) {
+  ProblemSpec s = small(false);
+  s.K = 0;
+  Problem p = tools::make_problem(s);
+  p.routing_map.set(4, 2, 1);
+  const Result r = run_by(GetParam(), p, false);
+  EXPECT_EQ(r.code, 161002);
+  EXPECT_NE(r.message.find("routingMap row 4 selects 1 experts, more than topK = numOutTokens / "
+                           "tokens = 0"),
+            std::string::npos)
+      << r.message;
+}
+
 // Backward, drop-less with P: the masked scatter has more set entries in M than P has rows.
 TEST_P(DataErrors, MaskedScatterWithMorePairsThanRows) {
   ProblemSpec s = small(false);
