@@ -16,7 +16,7 @@ ProblemSpec spec(bool dp) {
   return s;
 }
 
-TEST(Workspace, ExactSizeWorksAtEveryBaseAlignment) {
+TEST(Workspace, ExactSizeWorksAtAnyBaseAlignment) {
   for (bool dp : {false, true}) {
     SCOPED_TRACE(dp ? "drop-and-pad" : "drop-less");
     Problem ref = tools::make_problem(spec(dp));
@@ -27,7 +27,7 @@ TEST(Workspace, ExactSizeWorksAtEveryBaseAlignment) {
     const uint64_t need = std::max(fwd.workspace_bytes(), bwd.workspace_bytes());
     ASSERT_GT(need, 0u);
     std::vector<std::byte> buffer(need + 256);
-    for (size_t misalign = 0; misalign < 256; misalign += 13) {
+    for (size_t misalign : {0, 1, 7, 8, 64, 129, 255}) {
       Problem q = tools::make_problem(spec(dp));
       run(fwd, q.permute_data(), std::span(buffer.data() + misalign, fwd.workspace_bytes()));
       run(bwd, q.grad_data(), std::span(buffer.data() + misalign, bwd.workspace_bytes()));
