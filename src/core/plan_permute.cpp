@@ -90,6 +90,12 @@ Status make_permute_plan(const PermuteOperands &ops, Backend backend, Plan *plan
   }
   if (!checked_mul(R, H) || !checked_mul(T, H) || !checked_mul(T, E))
     return inconsistent(api, cat("sizes overflow int64: R=", R, ", T=", T, ", E=", E, ", H=", H));
+  // sortedIndicesOut is int32: it holds row ids < R (drop-less) or token ids < T.
+  constexpr int64_t kInt32Max = 2147483647;
+  if (!ops.drop_and_pad ? R - 1 > kInt32Max : T - 1 > kInt32Max)
+    return inconsistent(api, cat("sortedIndicesOut is int32 but would have to hold ",
+                                 !ops.drop_and_pad ? "row ids up to R-1 = " : "token ids up to T-1 = ",
+                                 (!ops.drop_and_pad ? R : T) - 1, ", past 2147483647"));
   const std::string rows_why =
       ops.drop_and_pad ? cat("(numExperts * capacity = ", E, " * ", C, ")")
                        : cat("(tokens * topK = ", T, " * ", K, ", topK = numOutTokens / tokens)");

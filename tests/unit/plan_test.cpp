@@ -73,6 +73,22 @@ TEST(PlanSizes, GradDerivesKOrCapacityFromRows) {
   EXPECT_TRUE(dp.drop_and_pad());
 }
 
+TEST(PlanSizes, ForwardRejectsRowIdsPastInt32) {
+  // R = T*K = (2^22 + 1) * 512 > 2^31: sortedIndicesOut (int32) could not hold the row ids.
+  // Descriptors only: nothing is allocated.
+  const int64_t T = (int64_t{1} << 22) + 1;
+  const PermuteDesc d = forward_desc(T, 512, 1, T * 512, false);
+  try {
+    (void)plan_permute(d);
+    FAIL() << "planned a forward whose row ids overflow int32";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.code(), Code::invalid_param);
+    EXPECT_NE(std::string(e.what()).find("sortedIndicesOut is int32"), std::string::npos) << e.what();
+  }
+  // One row fewer than 2^31 + 1 is fine: R = 2^31 rows, ids up to 2^31 - 1.
+  EXPECT_NO_THROW((void)plan_permute(forward_desc(int64_t{1} << 22, 512, 1, int64_t{1} << 31, false)));
+}
+
 TEST(PlanBackend, AutomaticPicksCpuAndPinningIsHonoured) {
   ScopedEnv no_override("MOEPERM_BACKEND", nullptr);
   const auto d = grad_desc(5, 3, 4, 10, false);
