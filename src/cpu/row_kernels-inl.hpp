@@ -13,6 +13,10 @@
 
 // Elements per tile of the fp32 accumulator (4 KiB, L1-resident); a multiple of every W.
 inline constexpr int64_t kSumTile = 1024;
+// Bytes ahead of the current position at which each source row is prefetched: a token's
+// K source rows are K concurrent streams, more than the hardware prefetcher follows well.
+// (A prefetch past the end of a row is harmless: prefetches never fault.)
+inline constexpr int64_t kPrefetchAhead = 1024;
 // Source rows added in registers before the accumulator is touched: with K <= 8 the
 // accumulator never leaves registers.
 inline constexpr int64_t kSumGroup = 8;
@@ -35,7 +39,10 @@ void sum_rows_impl(void *dst_v, const void *const *srcs_v, int64_t nsrc, int64_t
       const bool first = g0 == 0, last = g1 == nsrc;
       for (int64_t i = 0; i < mv; i += W) {
         typename Vec::reg x = first ? Vec::zero() : Vec::load_acc(acc + i);
-        for (int64_t k = g0; k < g1; ++k) x = Vec::add(x, Vec::load(srcs[k] + h0 + i));
+        for (int64_t k = g0; k < g1; ++k) {
+          Vec::prefetch(srcs[k] + h0 + i + kPrefetchAhead / static_cast<int64_t>(sizeof(S)));
+          x = Vec::add(x, Vec::load(srcs[k] + h0 + i));
+        }
         if (last) Vec::store(dst + h0 + i, x, nt);
         else Vec::store_acc(acc + i, x);
       }

@@ -21,6 +21,7 @@ struct Avx2Base {
   static reg load_acc(const float *p) { return _mm256_load_ps(p); }
   static void store_acc(float *p, reg x) { _mm256_store_ps(p, x); }
   static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
+  static void prefetch(const void *p) { _mm_prefetch(static_cast<const char *>(p), _MM_HINT_T0); }
   static void store16(void *p, __m128i v, bool stream) {
     if (stream) _mm_stream_si128(static_cast<__m128i *>(p), v);
     else _mm_storeu_si128(static_cast<__m128i *>(p), v);

@@ -25,6 +25,7 @@ struct Avx512Base {
   static reg load_acc(const float *p) { return _mm512_load_ps(p); }
   static void store_acc(float *p, reg x) { _mm512_store_ps(p, x); }
   static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
+  static void prefetch(const void *p) { _mm_prefetch(static_cast<const char *>(p), _MM_HINT_T0); }
   static void store32(void *p, __m256i v, bool stream) {
     if (stream) _mm256_stream_si256(static_cast<__m256i *>(p), v);
     else _mm256_storeu_si256(static_cast<__m256i *>(p), v);

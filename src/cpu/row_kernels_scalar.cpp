@@ -19,6 +19,7 @@ struct ScalarVec {
   static reg load_acc(const float *p) { return *p; }
   static void store_acc(float *p, reg x) { *p = x; }
   static reg add(reg a, reg b) { return a + b; }
+  static void prefetch(const void *) {}
   static void store(S *p, reg x, bool) { *p = T::store(x); }
 };
 
