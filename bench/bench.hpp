@@ -19,10 +19,10 @@ struct Case {
 };
 
 struct Options {
-  int runs = 10;    // timed runs per operator (median reported)
-  int warmup = 2;   // untimed runs first
-  int ref_runs = 1; // timed runs of the reference kernels
-  int max_threads = 0;  // 0: moeperm::get_num_threads()
+  int runs = 10;                    // timed runs per operator (median reported)
+  int warmup = 2;                   // untimed runs first
+  int ref_runs = 1;                 // timed runs of the reference kernels
+  int max_threads = 0;              // 0: moeperm::get_num_threads()
   std::vector<std::string> suites;  // empty: all (named, sweep, threads)
 };
 

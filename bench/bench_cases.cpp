@@ -39,7 +39,8 @@ std::vector<Case> standard_cases(const Options &o) {
       cases.push_back({"sweep-T" + std::to_string(T), s, n, false});
     }
   if (wanted(o, "threads"))
-    for (int t = 1; t <= n; ++t) cases.push_back({"threads-" + std::to_string(t), deepseek(), t, false});
+    for (int t = 1; t <= n; ++t)
+      cases.push_back({"threads-" + std::to_string(t), deepseek(), t, false});
   return cases;
 }
 

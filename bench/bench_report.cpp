@@ -20,8 +20,10 @@ std::string describe(const tools::ProblemSpec &s) {
 void row(std::ostream &out, const CaseResult &r, const char *op, const OpResult &o) {
   char buf[320];
   char ref[48] = "-";
-  if (o.ref_ms >= 0) std::snprintf(ref, sizeof ref, "%.0f ms (%.1fx)", o.ref_ms, o.ref_ms / o.median_ms);
-  std::snprintf(buf, sizeof buf, "| %-14s | %-44s | %2d | %-8s | %8.1f | %9.2f | %6.2f | %9.2f | %5.2fx | %-17s |\n",
+  if (o.ref_ms >= 0)
+    std::snprintf(ref, sizeof ref, "%.0f ms (%.1fx)", o.ref_ms, o.ref_ms / o.median_ms);
+  std::snprintf(buf, sizeof buf,
+                "| %-14s | %-44s | %2d | %-8s | %8.1f | %9.2f | %6.2f | %9.2f | %5.2fx | %-17s |\n",
                 r.c.name.c_str(), describe(r.c.spec).c_str(), r.c.threads, op, o.bytes / 1e6,
                 o.median_ms, o.gbps, o.memcpy_ms, o.ratio, ref);
   out << buf;
@@ -40,8 +42,10 @@ void json_op(std::ostream &out, const OpResult &o) {
 }  // namespace
 
 void print_table(std::ostream &out, const std::vector<CaseResult> &results) {
-  out << "| case           | problem                                      | th | op       |    MB/call | median ms |   GB/s | memcpy ms | vs memcpy | reference (1 thread) |\n"
-         "|----------------|----------------------------------------------|----|----------|-----------:|----------:|-------:|----------:|----------:|----------------------|\n";
+  out << "| case           | problem                                      | th | op       |    "
+         "MB/call | median ms |   GB/s | memcpy ms | vs memcpy | reference (1 thread) |\n"
+         "|----------------|----------------------------------------------|----|----------|--------"
+         "---:|----------:|-------:|----------:|----------:|----------------------|\n";
   for (const CaseResult &r : results) {
     row(out, r, "forward", r.forward);
     row(out, r, "backward", r.backward);

@@ -32,9 +32,12 @@ int bench_command(std::span<const std::string_view> args) {
     return kExitFailure;
   }
   std::printf("plans:\n");
-  for (const bench::CaseResult &r : results) std::printf("  %-14s %s\n", r.c.name.c_str(), r.plan.c_str());
-  std::printf("\nmedian of %d runs after %d warm-up; memcpy = same-run multi-threaded copy moving the same bytes\n\n",
-              o.bench.runs, o.bench.warmup);
+  for (const bench::CaseResult &r : results)
+    std::printf("  %-14s %s\n", r.c.name.c_str(), r.plan.c_str());
+  std::printf(
+      "\nmedian of %d runs after %d warm-up; memcpy = same-run multi-threaded copy moving the same "
+      "bytes\n\n",
+      o.bench.runs, o.bench.warmup);
   bench::print_table(std::cout, results);
   if (!o.json_path.empty()) {
     if (o.json_path == "-") {

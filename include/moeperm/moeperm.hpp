@@ -76,14 +76,14 @@ struct TensorDesc {
 
 // MoeTokenPermuteWithRoutingMap (SPEC §2). Names follow CANN's parameters.
 struct PermuteDesc {
-  TensorDesc tokens;                      // [T, H]
-  TensorDesc routing_map;                 // [T, E] int8 or bool
-  std::optional<TensorDesc> probs;        // [T, E]
-  int64_t num_out_tokens = 0;             // T*K (drop-less) or E*C (drop-and-pad)
+  TensorDesc tokens;                // [T, H]
+  TensorDesc routing_map;           // [T, E] int8 or bool
+  std::optional<TensorDesc> probs;  // [T, E]
+  int64_t num_out_tokens = 0;       // T*K (drop-less) or E*C (drop-and-pad)
   bool drop_and_pad = false;
-  TensorDesc permuted_tokens;             // [R, H] out
+  TensorDesc permuted_tokens;                // [R, H] out
   std::optional<TensorDesc> permuted_probs;  // [R] out
-  TensorDesc sorted_indices;              // [R] int32 out
+  TensorDesc sorted_indices;                 // [R] int32 out
 };
 
 // Storage base pointers (element 0 of each allocation; the descriptor's offset applies).
@@ -105,8 +105,8 @@ struct PermuteGradDesc {
   int64_t num_experts = 0;
   int64_t tokens_num = 0;
   bool drop_and_pad = false;
-  TensorDesc tokens_grad_out;                 // [T, H] out
-  std::optional<TensorDesc> probs_grad_out;   // [T, E] out
+  TensorDesc tokens_grad_out;                // [T, H] out
+  std::optional<TensorDesc> probs_grad_out;  // [T, E] out
 };
 
 struct PermuteGradData {
@@ -129,12 +129,12 @@ struct PlanOptions {
 
 // The sizes a plan resolved (SPEC notation).
 struct Sizes {
-  int64_t tokens = 0;       // T
-  int64_t experts = 0;      // E
-  int64_t hidden = 0;       // H
-  int64_t top_k = 0;        // K (drop-less)
-  int64_t capacity = 0;     // C (drop-and-pad)
-  int64_t rows = 0;         // R
+  int64_t tokens = 0;    // T
+  int64_t experts = 0;   // E
+  int64_t hidden = 0;    // H
+  int64_t top_k = 0;     // K (drop-less)
+  int64_t capacity = 0;  // C (drop-and-pad)
+  int64_t rows = 0;      // R
 };
 
 namespace detail {
@@ -165,8 +165,7 @@ MOEPERM_API Plan plan_permute_grad(const PermuteGradDesc &desc, const PlanOption
 // Runs a plan synchronously. The workspace must hold at least plan.workspace_bytes()
 // bytes (no alignment requirement). Throws Error; on a data error nothing is written.
 MOEPERM_API void run(const Plan &plan, const PermuteData &data, std::span<std::byte> workspace);
-MOEPERM_API void run(const Plan &plan, const PermuteGradData &data,
-                     std::span<std::byte> workspace);
+MOEPERM_API void run(const Plan &plan, const PermuteGradData &data, std::span<std::byte> workspace);
 
 // One-shot conveniences: plan, allocate the workspace, run.
 MOEPERM_API void permute(const PermuteDesc &desc, const PermuteData &data,

@@ -33,7 +33,7 @@ inline float f16_to_f32(uint16_t h) {
 
 inline uint16_t f32_to_f16(float f) {
   constexpr uint32_t kF32Inf = 255u << 23;
-  constexpr uint32_t kF16Overflow = (127u + 16u) << 23;          // 2^16
+  constexpr uint32_t kF16Overflow = (127u + 16u) << 23;  // 2^16
   constexpr uint32_t kDenormMagic = ((127u - 15u) + (23u - 10u) + 1u) << 23;
   uint32_t u = std::bit_cast<uint32_t>(f);
   const uint32_t sign = u & 0x80000000u;

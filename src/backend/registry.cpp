@@ -27,11 +27,13 @@ Status select_backend(Plan &plan, Backend requested) {
   if (requested == Backend::automatic) {
     if (const char *env = std::getenv("MOEPERM_BACKEND"); env && *env) {
       const std::string_view v(env);
-      if (v == "cpu") requested = Backend::cpu;
-      else if (v == "reference" || v == "ref") requested = Backend::reference;
+      if (v == "cpu")
+        requested = Backend::cpu;
+      else if (v == "reference" || v == "ref")
+        requested = Backend::reference;
       else if (v != "auto")
-        return inconsistent(plan.api(), cat("MOEPERM_BACKEND must be cpu, reference or auto, got '",
-                                            v, "'"));
+        return inconsistent(plan.api(),
+                            cat("MOEPERM_BACKEND must be cpu, reference or auto, got '", v, "'"));
     }
   }
   const BackendOps *chosen = nullptr;
@@ -64,8 +66,10 @@ Status check_buffers(const Plan &plan, const Buffers &b) {
     return null_data(api, fwd ? "routingMap" : "routingMapOptional", te);
   if (plan.R > 0 && !b.sorted_indices)
     return null_data(api, fwd ? "sortedIndicesOut" : "sortedIndices", plan.R);
-  const bool dense_probs_used = fwd ? plan.probs == ProbsWork::compute : plan.probs != ProbsWork::none;
-  const bool permuted_probs_used = fwd ? plan.probs != ProbsWork::none : plan.probs == ProbsWork::compute;
+  const bool dense_probs_used =
+      fwd ? plan.probs == ProbsWork::compute : plan.probs != ProbsWork::none;
+  const bool permuted_probs_used =
+      fwd ? plan.probs != ProbsWork::none : plan.probs == ProbsWork::compute;
   if (dense_probs_used && te > 0 && !b.dense_probs)
     return null_data(api, fwd ? "probsOptional" : "probsGradOutOptional", te);
   if (permuted_probs_used && plan.R > 0 && !b.permuted_probs)
@@ -77,15 +81,16 @@ Status check_buffers(const Plan &plan, const Buffers &b) {
 Status check_workspace(const Plan &plan, const void *workspace, uint64_t workspace_bytes) {
   const uint64_t need = detail::workspace_bytes(plan);
   if (workspace_bytes < need)
-    return inconsistent(plan.api(), cat("workspaceSize = ", workspace_bytes,
-                                        " is smaller than the ", need,
-                                        " bytes the first phase asked for"));
+    return inconsistent(plan.api(),
+                        cat("workspaceSize = ", workspace_bytes, " is smaller than the ", need,
+                            " bytes the first phase asked for"));
   if (need > 0 && !workspace)
     return null_argument_because(plan.api(), "workspace", cat("workspaceSize is ", need));
   return Status::success();
 }
 
-Status execute(const Plan &plan, const Buffers &buffers, void *workspace, uint64_t workspace_bytes) {
+Status execute(const Plan &plan, const Buffers &buffers, void *workspace,
+               uint64_t workspace_bytes) {
   MOEPERM_TRY(check_buffers(plan, buffers));
   MOEPERM_TRY(check_workspace(plan, workspace, workspace_bytes));
   const uint64_t need = detail::workspace_bytes(plan);

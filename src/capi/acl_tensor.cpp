@@ -20,14 +20,10 @@ int64_t live_tensors() { return g_live_tensors.load(); }
 using moeperm::capi::set_last_error;
 using moeperm::detail::cat;
 
-extern "C" ACL_FUNC_VISIBILITY aclTensor *aclCreateTensor(const int64_t *viewDims,
-                                                          uint64_t viewDimsNum,
-                                                          aclDataType dataType,
-                                                          const int64_t *stride, int64_t offset,
-                                                          aclFormat format,
-                                                          const int64_t *storageDims,
-                                                          uint64_t storageDimsNum,
-                                                          void *tensorData) {
+extern "C" ACL_FUNC_VISIBILITY aclTensor *aclCreateTensor(
+    const int64_t *viewDims, uint64_t viewDimsNum, aclDataType dataType, const int64_t *stride,
+    int64_t offset, aclFormat format, const int64_t *storageDims, uint64_t storageDimsNum,
+    void *tensorData) {
   // Shape errors are left to the operators, which report them against the argument's
   // name; here only what cannot be represented at all is refused.
   if (viewDimsNum > moeperm::capi::kMaxDims || storageDimsNum > moeperm::capi::kMaxDims) {
@@ -37,7 +33,8 @@ extern "C" ACL_FUNC_VISIBILITY aclTensor *aclCreateTensor(const int64_t *viewDim
     return nullptr;
   }
   if ((viewDimsNum > 0 && !viewDims) || (storageDimsNum > 0 && !storageDims)) {
-    set_last_error("aclCreateTensor: viewDims and storageDims must not be null when their count is > 0");
+    set_last_error(
+        "aclCreateTensor: viewDims and storageDims must not be null when their count is > 0");
     return nullptr;
   }
   auto *t = new (std::nothrow) aclTensor;

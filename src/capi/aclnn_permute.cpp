@@ -5,8 +5,8 @@
 #include "capi/acl_tensor.hpp"
 #include "capi/executor.hpp"
 #include "capi/last_error.hpp"
-#include "core/operands.hpp"
 #include "core/messages.hpp"
+#include "core/operands.hpp"
 
 using namespace moeperm;
 using capi::data_of;
@@ -19,19 +19,24 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSi
     int64_t numOutTokens, bool dropAndPad, aclTensor *permuteTokensOut,
     aclTensor *permuteProbsOutOptional, aclTensor *sortedIndicesOut, uint64_t *workspaceSize,
     aclOpExecutor **executor) try {
-  detail::PermuteOperands ops{desc_of(tokens),           desc_of(routingMap),
-                              desc_of(probsOptional),    numOutTokens,
-                              dropAndPad,                desc_of(permuteTokensOut),
-                              desc_of(permuteProbsOutOptional), desc_of(sortedIndicesOut)};
+  detail::PermuteOperands ops{desc_of(tokens),
+                              desc_of(routingMap),
+                              desc_of(probsOptional),
+                              numOutTokens,
+                              dropAndPad,
+                              desc_of(permuteTokensOut),
+                              desc_of(permuteProbsOutOptional),
+                              desc_of(sortedIndicesOut)};
   detail::Plan plan;
   if (detail::Status s = detail::make_permute_plan(ops, Backend::automatic, &plan); !s.ok())
     return capi::report(s);
-  detail::Buffers buffers{data_of(tokens),           data_of(permuteTokensOut),
-                          data_of(routingMap),       data_of(probsOptional),
-                          data_of(permuteProbsOutOptional), data_of(sortedIndicesOut)};
+  detail::Buffers buffers{
+      data_of(tokens),        data_of(permuteTokensOut),        data_of(routingMap),
+      data_of(probsOptional), data_of(permuteProbsOutOptional), data_of(sortedIndicesOut)};
   return capi::finish_first_phase(plan, buffers, workspaceSize, executor);
 } catch (const std::exception &e) {
-  return capi::report(detail::internal_error("aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSize", e.what()));
+  return capi::report(
+      detail::internal_error("aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSize", e.what()));
 }
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnMoeTokenPermuteWithRoutingMap(void *workspace,

@@ -31,9 +31,12 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspa
   detail::Plan plan;
   if (detail::Status s = detail::make_permute_grad_plan(ops, Backend::automatic, &plan); !s.ok())
     return capi::report(s);
-  detail::Buffers buffers{data_of(tokensGradOut),      data_of(permutedTokenOutputGrad),
-                          data_of(routingMapOptional), data_of(probsGradOutOptional),
-                          data_of(permutedProbsOutputGradOptional), data_of(sortedIndices)};
+  detail::Buffers buffers{data_of(tokensGradOut),
+                          data_of(permutedTokenOutputGrad),
+                          data_of(routingMapOptional),
+                          data_of(probsGradOutOptional),
+                          data_of(permutedProbsOutputGradOptional),
+                          data_of(sortedIndices)};
   return capi::finish_first_phase(plan, buffers, workspaceSize, executor);
 } catch (const std::exception &e) {
   return capi::report(

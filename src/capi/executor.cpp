@@ -67,8 +67,9 @@ aclnnStatus second_phase(detail::Op op, void *workspace, uint64_t workspace_size
   std::unique_ptr<Executor> e = take_executor(handle);
   if (!e)
     return report(detail::inconsistent(
-        api, "executor is not live: it was already executed (executors are single-use) or was "
-             "not created by a GetWorkspaceSize call"));
+        api,
+        "executor is not live: it was already executed (executors are single-use) or was "
+        "not created by a GetWorkspaceSize call"));
   if (e->plan.op != op)
     return report(detail::inconsistent(
         api, detail::cat("executor was created by ", e->plan.api(), "GetWorkspaceSize")));

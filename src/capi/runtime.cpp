@@ -57,9 +57,8 @@ aclError check_side(const char *api, const char *arg, const void *p, size_t coun
                       cat(api, ": ", count, " bytes at ", arg, " run past the end of its ",
                           "device allocation (", avail, " bytes left)"));
   if (!device && avail != 0)
-    return report_acl(ACL_ERROR_INVALID_PARAM,
-                      cat(api, ": ", arg, " is device memory, but ", kind_name(kind),
-                          " says it is host memory"));
+    return report_acl(ACL_ERROR_INVALID_PARAM, cat(api, ": ", arg, " is device memory, but ",
+                                                   kind_name(kind), " says it is host memory"));
   return ACL_SUCCESS;
 }
 
@@ -97,7 +96,9 @@ ACL_FUNC_VISIBILITY aclError aclFinalize(void) {
                 allocs = mc::live_allocations(), executors = mc::live_executors();
   std::lock_guard lock(mc::g_mu);
   if (!mc::g_initialized)
-    return report_acl(ACL_ERROR_REPEAT_FINALIZE, "aclFinalize: not initialized (aclInit was not called, or aclFinalize already was)");
+    return report_acl(
+        ACL_ERROR_REPEAT_FINALIZE,
+        "aclFinalize: not initialized (aclInit was not called, or aclFinalize already was)");
   mc::g_initialized = false;
   if (tensors + streams + allocs + executors > 0)
     return report_acl(ACL_ERROR_RELATIVE_RESOURCE_NOT_CLEARED,
@@ -123,17 +124,20 @@ ACL_FUNC_VISIBILITY aclError aclrtResetDevice(int32_t deviceId) {
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtGetDeviceCount(uint32_t *count) {
-  if (!count) return report_acl(ACL_ERROR_INVALID_PARAM, "aclrtGetDeviceCount: count must not be null");
+  if (!count)
+    return report_acl(ACL_ERROR_INVALID_PARAM, "aclrtGetDeviceCount: count must not be null");
   *count = 1;
   return ACL_SUCCESS;
 }
 
 // One implicit context per device: contexts exist for source compatibility only.
 ACL_FUNC_VISIBILITY aclError aclrtCreateContext(aclrtContext *context, int32_t deviceId) {
-  if (!context) return report_acl(ACL_ERROR_INVALID_PARAM, "aclrtCreateContext: context must not be null");
+  if (!context)
+    return report_acl(ACL_ERROR_INVALID_PARAM, "aclrtCreateContext: context must not be null");
   if (deviceId != 0)
-    return report_acl(ACL_ERROR_INVALID_DEVICE,
-                      cat("aclrtCreateContext: deviceId must be 0 (the CPU device), got ", deviceId));
+    return report_acl(
+        ACL_ERROR_INVALID_DEVICE,
+        cat("aclrtCreateContext: deviceId must be 0 (the CPU device), got ", deviceId));
   static int the_context;
   *context = &the_context;
   return ACL_SUCCESS;
@@ -150,10 +154,13 @@ ACL_FUNC_VISIBILITY aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMal
     return report_acl(ACL_ERROR_INVALID_PARAM,
                       cat("aclrtMalloc: policy must be an aclrtMemMallocPolicy (0..5), got ",
                           static_cast<int>(policy)));
-  const size_t rounded = (size + mc::kDeviceAlignment - 1) / mc::kDeviceAlignment * mc::kDeviceAlignment;
-  if (rounded < size) return report_acl(ACL_ERROR_BAD_ALLOC, cat("aclrtMalloc: cannot allocate ", size, " bytes"));
+  const size_t rounded =
+      (size + mc::kDeviceAlignment - 1) / mc::kDeviceAlignment * mc::kDeviceAlignment;
+  if (rounded < size)
+    return report_acl(ACL_ERROR_BAD_ALLOC, cat("aclrtMalloc: cannot allocate ", size, " bytes"));
   void *p = std::aligned_alloc(mc::kDeviceAlignment, rounded);
-  if (!p) return report_acl(ACL_ERROR_BAD_ALLOC, cat("aclrtMalloc: cannot allocate ", size, " bytes"));
+  if (!p)
+    return report_acl(ACL_ERROR_BAD_ALLOC, cat("aclrtMalloc: cannot allocate ", size, " bytes"));
   std::lock_guard lock(mc::g_mu);
   mc::allocations()[reinterpret_cast<uintptr_t>(p)] = size;
   *devPtr = p;
@@ -175,7 +182,8 @@ ACL_FUNC_VISIBILITY aclError aclrtFree(void *devPtr) {
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtMallocHost(void **hostPtr, size_t size) {
-  if (!hostPtr) return report_acl(ACL_ERROR_INVALID_PARAM, "aclrtMallocHost: hostPtr must not be null");
+  if (!hostPtr)
+    return report_acl(ACL_ERROR_INVALID_PARAM, "aclrtMallocHost: hostPtr must not be null");
   *hostPtr = size ? std::malloc(size) : nullptr;
   if (!*hostPtr)
     return report_acl(size ? ACL_ERROR_BAD_ALLOC : ACL_ERROR_INVALID_PARAM,
@@ -184,7 +192,8 @@ ACL_FUNC_VISIBILITY aclError aclrtMallocHost(void **hostPtr, size_t size) {
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtFreeHost(void *hostPtr) {
-  if (!hostPtr) return report_acl(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: hostPtr must not be null");
+  if (!hostPtr)
+    return report_acl(ACL_ERROR_INVALID_PARAM, "aclrtFreeHost: hostPtr must not be null");
   std::free(hostPtr);
   return ACL_SUCCESS;
 }
@@ -212,14 +221,16 @@ ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void *dst, size_t destMax, const void *
   return ACL_SUCCESS;
 }
 
-ACL_FUNC_VISIBILITY aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count) {
+ACL_FUNC_VISIBILITY aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value,
+                                         size_t count) {
   constexpr const char *api = "aclrtMemset";
   if (count > maxCount)
     return report_acl(ACL_ERROR_INVALID_PARAM,
                       cat(api, ": count = ", count, " exceeds maxCount = ", maxCount));
   if (count == 0) return ACL_SUCCESS;
   if (!devPtr) return report_acl(ACL_ERROR_INVALID_PARAM, cat(api, ": devPtr must not be null"));
-  if (aclError e = mc::check_side(api, "devPtr", devPtr, count, true, ACL_MEMCPY_HOST_TO_DEVICE)) return e;
+  if (aclError e = mc::check_side(api, "devPtr", devPtr, count, true, ACL_MEMCPY_HOST_TO_DEVICE))
+    return e;
   mc::wait_all();
   std::memset(devPtr, value, count);
   return ACL_SUCCESS;

@@ -77,7 +77,8 @@ detail::Status submit(aclrtStream handle, Stream::Task task) {
   }
   auto *s = static_cast<Stream *>(handle);
   if (!is_live(s))
-    return detail::inconsistent("aclrtStream", "the stream was not created by aclrtCreateStream or was already destroyed");
+    return detail::inconsistent(
+        "aclrtStream", "the stream was not created by aclrtCreateStream or was already destroyed");
   s->enqueue(std::move(task));
   return detail::Status::success();
 }
@@ -110,12 +111,14 @@ using moeperm::capi::Stream;
 extern "C" {
 
 ACL_FUNC_VISIBILITY aclError aclrtCreateStream(aclrtStream *stream) {
-  if (!stream) return report_acl(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: stream must not be null");
+  if (!stream)
+    return report_acl(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: stream must not be null");
   Stream *s = nullptr;
   try {
     s = new Stream;
   } catch (const std::exception &e) {
-    return report_acl(ACL_ERROR_RT_FAILURE, std::string("aclrtCreateStream: cannot start the stream: ") + e.what());
+    return report_acl(ACL_ERROR_RT_FAILURE,
+                      std::string("aclrtCreateStream: cannot start the stream: ") + e.what());
   }
   std::lock_guard lock(moeperm::capi::g_streams_mu);
   moeperm::capi::streams().insert(s);
@@ -129,14 +132,16 @@ ACL_FUNC_VISIBILITY aclError aclrtDestroyStream(aclrtStream stream) {
     std::lock_guard lock(moeperm::capi::g_streams_mu);
     if (!s || moeperm::capi::streams().erase(s) == 0)
       return report_acl(ACL_ERROR_INVALID_PARAM,
-                        "aclrtDestroyStream: stream was not created by aclrtCreateStream or was already destroyed");
+                        "aclrtDestroyStream: stream was not created by aclrtCreateStream or was "
+                        "already destroyed");
   }
   // Pending work completes first; a failure nobody collected is returned here.
   moeperm::detail::Status st = s->synchronize();
   delete s;
   if (!st.ok())
-    return report_acl(static_cast<aclError>(st.code),
-                      "aclrtDestroyStream: work on the stream failed before it was destroyed: " + st.message);
+    return report_acl(
+        static_cast<aclError>(st.code),
+        "aclrtDestroyStream: work on the stream failed before it was destroyed: " + st.message);
   return ACL_SUCCESS;
 }
 
@@ -148,13 +153,16 @@ ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream) {
     auto *s = static_cast<Stream *>(stream);
     if (!moeperm::capi::is_live(s))
       return report_acl(ACL_ERROR_INVALID_PARAM,
-                        "aclrtSynchronizeStream: stream was not created by aclrtCreateStream or was already destroyed");
+                        "aclrtSynchronizeStream: stream was not created by aclrtCreateStream or "
+                        "was already destroyed");
     st = s->synchronize();
   }
   if (!st.ok()) return report_acl(static_cast<aclError>(st.code), st.message);
   return ACL_SUCCESS;
 }
 
-ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDevice(void) { return aclrtSynchronizeStream(nullptr); }
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDevice(void) {
+  return aclrtSynchronizeStream(nullptr);
+}
 
 }  // extern "C"

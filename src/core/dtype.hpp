@@ -5,7 +5,9 @@
 
 namespace moeperm::detail {
 
-inline bool is_float_value(DType d) { return d == DType::bf16 || d == DType::f16 || d == DType::f32; }
+inline bool is_float_value(DType d) {
+  return d == DType::bf16 || d == DType::f16 || d == DType::f32;
+}
 inline bool is_routing_map_dtype(DType d) { return d == DType::i8 || d == DType::boolean; }
 
 // The probs dtype rule of SPEC §2/§3: the value dtype, or fp32 alongside bf16 values.

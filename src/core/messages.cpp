@@ -15,8 +15,7 @@ Status null_argument(std::string_view api, std::string_view arg) {
   return fail(Code::null_pointer, cat(api, ": ", arg, " must not be null"));
 }
 
-Status null_argument_because(std::string_view api, std::string_view arg,
-                             std::string_view because) {
+Status null_argument_because(std::string_view api, std::string_view arg, std::string_view because) {
   return fail(Code::null_pointer, cat(api, ": ", arg, " must not be null when ", because));
 }
 
@@ -48,14 +47,32 @@ Status inconsistent(std::string_view api, const std::string &what) {
 
 Status index_out_of_range(std::string_view api, std::string_view arg, int64_t position,
                           int64_t value, const std::string &allowed) {
-  return fail(Code::invalid_param, cat(api, ": ", arg, "[", position, "] = ", value,
-                                       " is outside ", allowed, "; nothing was written"));
+  return fail(Code::invalid_param, cat(api, ": ", arg, "[", position, "] = ", value, " is outside ",
+                                       allowed, "; nothing was written"));
+}
+
+Status bad_sorted_index(const Plan &p, int64_t position, int64_t value) {
+  const std::string allowed = p.drop_and_pad
+                                  ? cat("[0, ", p.T, ") (dropAndPad=true, tokensNum=", p.T, ")")
+                                  : cat("[0, ", p.R, ") or -1 (dropAndPad=false, R=", p.R, ")");
+  return index_out_of_range(p.api(), "sortedIndices", position, value, allowed);
+}
+
+Status too_many_experts_in_row(const Plan &p, int64_t row, int64_t experts) {
+  return inconsistent(p.api(), cat("routingMap row ", row, " selects ", experts,
+                                   " experts, more than topK = numOutTokens / tokens = ", p.K,
+                                   " (dropAndPad=false); nothing was written"));
+}
+
+Status too_many_routed_pairs(const Plan &p, int64_t pairs) {
+  return inconsistent(
+      p.api(), cat("routingMapOptional selects ", pairs, " (token, expert) pairs, more than the ",
+                   p.R, " rows of permutedProbsOutputGradOptional; nothing was written"));
 }
 
 Status topk_limit(std::string_view api, int64_t k, int64_t limit) {
-  return fail(Code::inner_nullptr,
-              cat(api, ": topK = ", k, " exceeds the supported maximum of ", limit,
-                  " for dropAndPad=false (CANN's tiling limit)"));
+  return fail(Code::inner_nullptr, cat(api, ": topK = ", k, " exceeds the supported maximum of ",
+                                       limit, " for dropAndPad=false (CANN's tiling limit)"));
 }
 
 Status internal_error(std::string_view api, const std::string &what) {

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/plan.hpp"
 #include "core/status.hpp"
 
 namespace moeperm::detail {
@@ -34,6 +35,14 @@ Status inconsistent(std::string_view api, const std::string &what);
 // 161002: a data-dependent index error (SPEC §5.7), naming the first bad position.
 Status index_out_of_range(std::string_view api, std::string_view arg, int64_t position,
                           int64_t value, const std::string &allowed);
+// The data-dependent errors of Note [Index validation], shared by every backend so that
+// all report the same words:
+//   sortedIndices[j] outside its range for the plan's mode;
+Status bad_sorted_index(const Plan &plan, int64_t position, int64_t value);
+//   a forward drop-less routing-map row selecting more than K experts;
+Status too_many_experts_in_row(const Plan &plan, int64_t row, int64_t experts);
+//   a routing map selecting more (token, expert) pairs than P has rows (grad, drop-less).
+Status too_many_routed_pairs(const Plan &plan, int64_t pairs);
 // 561103: the documented CANN limit on topK (SPEC §5.5).
 Status topk_limit(std::string_view api, int64_t k, int64_t limit);
 // 561002: an internal invariant failed; a bug in moeperm.

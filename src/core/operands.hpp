@@ -9,7 +9,7 @@
 
 namespace moeperm::detail {
 
-struct PermuteOperands {  // SPEC §2, CANN parameter names in comments
+struct PermuteOperands {                        // SPEC §2, CANN parameter names in comments
   const TensorDesc *tokens = nullptr;           // tokens
   const TensorDesc *routing_map = nullptr;      // routingMap
   const TensorDesc *probs = nullptr;            // probsOptional
@@ -20,15 +20,15 @@ struct PermuteOperands {  // SPEC §2, CANN parameter names in comments
   const TensorDesc *sorted_indices = nullptr;   // sortedIndicesOut
 };
 
-struct PermuteGradOperands {  // SPEC §3
-  const TensorDesc *grad = nullptr;            // permutedTokenOutputGrad (G)
-  const TensorDesc *probs_grad = nullptr;      // permutedProbsOutputGradOptional (P)
-  const TensorDesc *sorted_indices = nullptr;  // sortedIndices (S)
-  const TensorDesc *routing_map = nullptr;     // routingMapOptional (M)
-  int64_t num_experts = 0;                     // numExperts
-  int64_t tokens_num = 0;                      // tokensNum
-  bool drop_and_pad = false;                   // dropAndPad
-  const TensorDesc *tokens_grad = nullptr;     // tokensGradOut
+struct PermuteGradOperands {                     // SPEC §3
+  const TensorDesc *grad = nullptr;              // permutedTokenOutputGrad (G)
+  const TensorDesc *probs_grad = nullptr;        // permutedProbsOutputGradOptional (P)
+  const TensorDesc *sorted_indices = nullptr;    // sortedIndices (S)
+  const TensorDesc *routing_map = nullptr;       // routingMapOptional (M)
+  int64_t num_experts = 0;                       // numExperts
+  int64_t tokens_num = 0;                        // tokensNum
+  bool drop_and_pad = false;                     // dropAndPad
+  const TensorDesc *tokens_grad = nullptr;       // tokensGradOut
   const TensorDesc *dense_probs_grad = nullptr;  // probsGradOutOptional
 };
 

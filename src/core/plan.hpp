@@ -61,9 +61,9 @@ struct Plan {
   VectorGeom permuted_probs, sorted_indices;
 
   BackendId backend = BackendId::reference;
-  uint8_t variant = 0;         // backend-defined kernel variant (the CPU backend: its ISA)
+  uint8_t variant = 0;            // backend-defined kernel variant (the CPU backend: its ISA)
   const char *variant_name = "";  // static string naming it, for to_string()
-  bool stream_stores = false;  // large outputs: write with non-temporal stores
+  bool stream_stores = false;     // large outputs: write with non-temporal stores
   WorkspaceLayout workspace;
   int ws_slot[WorkspaceLayout::kMaxSlots] = {-1, -1, -1, -1};  // backend-defined meaning
 

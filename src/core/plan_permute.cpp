@@ -12,8 +12,8 @@ namespace moeperm::detail {
 
 Status make_permute_plan(const PermuteOperands &ops, Backend backend, Plan *plan) {
   constexpr std::string_view api = "aclnnMoeTokenPermuteWithRoutingMap";
-  const TensorDesc *X = ops.tokens, *M = ops.routing_map, *PR = ops.probs,
-                   *Y = ops.permuted_tokens, *YP = ops.permuted_probs, *S = ops.sorted_indices;
+  const TensorDesc *X = ops.tokens, *M = ops.routing_map, *PR = ops.probs, *Y = ops.permuted_tokens,
+                   *YP = ops.permuted_probs, *S = ops.sorted_indices;
 
   // 1. attributes.
   if (ops.num_out_tokens < 0)
@@ -31,13 +31,12 @@ Status make_permute_plan(const PermuteOperands &ops, Backend backend, Plan *plan
   if (!is_routing_map_dtype(M->dtype))
     return expected_dtype(api, "routingMap", "int8 or bool", M->dtype);
   const std::string probs_allowed =
-      cat(to_string(X->dtype), X->dtype == DType::bf16 ? " or float32" : "",
-          " (to match tokens)");
+      cat(to_string(X->dtype), X->dtype == DType::bf16 ? " or float32" : "", " (to match tokens)");
   if (PR && !(is_float_value(PR->dtype) && probs_dtype_matches(PR->dtype, X->dtype)))
     return expected_dtype(api, "probsOptional", probs_allowed, PR->dtype);
   if (Y->dtype != X->dtype)
-    return expected_dtype(api, "permuteTokensOut", cat(to_string(X->dtype), " (the dtype of tokens)"),
-                          Y->dtype);
+    return expected_dtype(api, "permuteTokensOut",
+                          cat(to_string(X->dtype), " (the dtype of tokens)"), Y->dtype);
   if (YP) {
     if (PR && YP->dtype != PR->dtype)
       return expected_dtype(api, "permuteProbsOutOptional",
@@ -68,9 +67,9 @@ Status make_permute_plan(const PermuteOperands &ops, Backend backend, Plan *plan
 
   // 6. consistent shapes.
   if (M->shape[0] != T)
-    return inconsistent(api, cat("routingMap has shape ", shape_string(M->shape), ", expected [",
-                                 T, ", numExperts] (its rows are the tokens of tokens ",
-                                 shape_string(X->shape), ")"));
+    return inconsistent(
+        api, cat("routingMap has shape ", shape_string(M->shape), ", expected [", T,
+                 ", numExperts] (its rows are the tokens of tokens ", shape_string(X->shape), ")"));
   if (PR && (PR->shape[0] != T || PR->shape[1] != E))
     return inconsistent(api, cat("probsOptional has shape ", shape_string(PR->shape),
                                  ", expected [", T, ", ", E, "] (the shape of routingMap)"));
@@ -79,13 +78,14 @@ Status make_permute_plan(const PermuteOperands &ops, Backend backend, Plan *plan
     R = T * K;  // <= numOutTokens: cannot overflow
   } else {
     if (E == 0)
-      return inconsistent(api, "routingMap has 0 experts (columns); dropAndPad=true needs at "
-                               "least one to derive capacity = numOutTokens / numExperts");
+      return inconsistent(api,
+                          "routingMap has 0 experts (columns); dropAndPad=true needs at "
+                          "least one to derive capacity = numOutTokens / numExperts");
     C = ops.num_out_tokens / E;
     if (C > T)
-      return inconsistent(api, cat("capacity = numOutTokens / numExperts = ", ops.num_out_tokens,
-                                   " / ", E, " = ", C, " exceeds the ", T,
-                                   " tokens an expert can be given (dropAndPad=true)"));
+      return inconsistent(
+          api, cat("capacity = numOutTokens / numExperts = ", ops.num_out_tokens, " / ", E, " = ",
+                   C, " exceeds the ", T, " tokens an expert can be given (dropAndPad=true)"));
     R = E * C;
   }
   if (!checked_mul(R, H) || !checked_mul(T, H) || !checked_mul(T, E))
@@ -93,9 +93,10 @@ Status make_permute_plan(const PermuteOperands &ops, Backend backend, Plan *plan
   // sortedIndicesOut is int32: it holds row ids < R (drop-less) or token ids < T.
   constexpr int64_t kInt32Max = 2147483647;
   if (!ops.drop_and_pad ? R - 1 > kInt32Max : T - 1 > kInt32Max)
-    return inconsistent(api, cat("sortedIndicesOut is int32 but would have to hold ",
-                                 !ops.drop_and_pad ? "row ids up to R-1 = " : "token ids up to T-1 = ",
-                                 (!ops.drop_and_pad ? R : T) - 1, ", past 2147483647"));
+    return inconsistent(api,
+                        cat("sortedIndicesOut is int32 but would have to hold ",
+                            !ops.drop_and_pad ? "row ids up to R-1 = " : "token ids up to T-1 = ",
+                            (!ops.drop_and_pad ? R : T) - 1, ", past 2147483647"));
   const std::string rows_why =
       ops.drop_and_pad ? cat("(numExperts * capacity = ", E, " * ", C, ")")
                        : cat("(tokens * topK = ", T, " * ", K, ", topK = numOutTokens / tokens)");
@@ -103,11 +104,11 @@ Status make_permute_plan(const PermuteOperands &ops, Backend backend, Plan *plan
     return inconsistent(api, cat("permuteTokensOut has shape ", shape_string(Y->shape),
                                  ", expected [", R, ", ", H, "] ", rows_why));
   if (YP && YP->shape[0] != R)
-    return inconsistent(api, cat("permuteProbsOutOptional has length ", YP->shape[0],
-                                 ", expected ", R, " ", rows_why));
+    return inconsistent(api, cat("permuteProbsOutOptional has length ", YP->shape[0], ", expected ",
+                                 R, " ", rows_why));
   if (S->shape[0] != R)
-    return inconsistent(api, cat("sortedIndicesOut has length ", S->shape[0], ", expected ", R,
-                                 " ", rows_why));
+    return inconsistent(
+        api, cat("sortedIndicesOut has length ", S->shape[0], ", expected ", R, " ", rows_why));
 
   MOEPERM_TRY(check_view(api, "tokens", *X, false));
   MOEPERM_TRY(check_view(api, "routingMap", *M, false));

@@ -34,11 +34,10 @@ Status make_permute_grad_plan(const PermuteGradOperands &ops, Backend backend, P
                           cat(to_string(G->dtype), " (the dtype of permutedTokenOutputGrad)"),
                           TG->dtype);
   if (P && !(is_float_value(P->dtype) && probs_dtype_matches(P->dtype, G->dtype)))
-    return expected_dtype(
-        api, "permutedProbsOutputGradOptional",
-        cat(to_string(G->dtype), G->dtype == DType::bf16 ? " or float32" : "",
-            " (to match permutedTokenOutputGrad)"),
-        P->dtype);
+    return expected_dtype(api, "permutedProbsOutputGradOptional",
+                          cat(to_string(G->dtype), G->dtype == DType::bf16 ? " or float32" : "",
+                              " (to match permutedTokenOutputGrad)"),
+                          P->dtype);
   if (PG) {
     if (P && PG->dtype != P->dtype)
       return expected_dtype(
@@ -69,8 +68,8 @@ Status make_permute_grad_plan(const PermuteGradOperands &ops, Backend backend, P
 
   // §5.6 consistent shapes (moeperm's stricter rule).
   if (R < 0 || H < 0)
-    return inconsistent(api, cat("permutedTokenOutputGrad: dimensions must be >= 0, got ",
-                                 shape_string(G->shape)));
+    return inconsistent(
+        api, cat("permutedTokenOutputGrad: dimensions must be >= 0, got ", shape_string(G->shape)));
   int64_t K = 0, C = 0;
   if (!ops.drop_and_pad) {
     if (R % T != 0)
@@ -94,8 +93,8 @@ Status make_permute_grad_plan(const PermuteGradOperands &ops, Backend backend, P
   auto expect_shape = [&](const TensorDesc &d, std::string_view arg, int64_t rows, int64_t cols,
                           std::string_view why) -> Status {
     if (d.shape[0] != rows || d.shape[1] != cols)
-      return inconsistent(api, cat(arg, " has shape ", shape_string(d.shape), ", expected [",
-                                   rows, ", ", cols, "] ", why));
+      return inconsistent(api, cat(arg, " has shape ", shape_string(d.shape), ", expected [", rows,
+                                   ", ", cols, "] ", why));
     return Status::success();
   };
   MOEPERM_TRY(expect_len(*S, "sortedIndices"));

@@ -30,10 +30,10 @@ std::string cat(const Args &...args) {
 inline Status fail(Code code, std::string message) { return Status{code, std::move(message)}; }
 
 // Propagates a failed Status out of the enclosing function.
-#define MOEPERM_TRY(expr)                   \
-  do {                                      \
-    ::moeperm::detail::Status s_ = (expr);  \
-    if (!s_.ok()) return s_;                \
+#define MOEPERM_TRY(expr)                  \
+  do {                                     \
+    ::moeperm::detail::Status s_ = (expr); \
+    if (!s_.ok()) return s_;               \
   } while (0)
 
 }  // namespace moeperm::detail

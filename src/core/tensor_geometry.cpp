@@ -28,9 +28,8 @@ Status check_rank(std::string_view api, std::string_view arg, const TensorDesc &
   if (static_cast<int64_t>(desc.shape.size()) != rank)
     return expected_rank(api, arg, rank, desc.shape);
   if (!desc.strides.empty() && desc.strides.size() != desc.shape.size())
-    return inconsistent(api, cat(arg, ": strides has ", desc.strides.size(),
-                                 " entries for a ", rank, "-D shape ",
-                                 shape_string(desc.shape)));
+    return inconsistent(api, cat(arg, ": strides has ", desc.strides.size(), " entries for a ",
+                                 rank, "-D shape ", shape_string(desc.shape)));
   return Status::success();
 }
 
@@ -38,17 +37,18 @@ Status check_view(std::string_view api, std::string_view arg, const TensorDesc &
                   bool is_output) {
   for (int64_t d : desc.shape)
     if (d < 0)
-      return inconsistent(api, cat(arg, ": dimensions must be >= 0, got ",
-                                   shape_string(desc.shape)));
-  if (desc.offset < 0) return invalid_attribute(api, cat(arg, " storage offset"), ">= 0", desc.offset);
+      return inconsistent(api,
+                          cat(arg, ": dimensions must be >= 0, got ", shape_string(desc.shape)));
+  if (desc.offset < 0)
+    return invalid_attribute(api, cat(arg, " storage offset"), ">= 0", desc.offset);
 
   const std::vector<int64_t> strides = effective_strides(desc);
   int64_t count = 1;
   for (int64_t d : desc.shape) {
     auto c = checked_mul(count, d);
     if (!c)
-      return inconsistent(api, cat(arg, ": element count of ", shape_string(desc.shape),
-                                   " overflows int64"));
+      return inconsistent(
+          api, cat(arg, ": element count of ", shape_string(desc.shape), " overflows int64"));
     count = *c;
   }
   if (count == 0) return Status::success();
@@ -68,10 +68,10 @@ Status check_view(std::string_view api, std::string_view arg, const TensorDesc &
                                  shape_string(strides), " and offset ", desc.offset,
                                  " reaches element ", lo, ", before the start of its storage"));
   if (desc.storage_elements && hi >= *desc.storage_elements)
-    return inconsistent(api, cat(arg, ": shape ", shape_string(desc.shape), " with strides ",
-                                 shape_string(strides), " and offset ", desc.offset,
-                                 " reaches element ", hi, ", outside its storage of ",
-                                 *desc.storage_elements, " elements"));
+    return inconsistent(
+        api, cat(arg, ": shape ", shape_string(desc.shape), " with strides ", shape_string(strides),
+                 " and offset ", desc.offset, " reaches element ", hi, ", outside its storage of ",
+                 *desc.storage_elements, " elements"));
   if (is_output) {
     // Sufficient for no aliasing (the test PyTorch uses): ordering dims by |stride|, each
     // stride is larger than the span of the dims inside it. Dims of size 1 never alias.
@@ -82,9 +82,9 @@ Status check_view(std::string_view api, std::string_view arg, const TensorDesc &
     int64_t inner_span = 1;  // 1 + highest offset reached by the inner dims
     for (auto [stride, size] : dims) {
       if (stride < inner_span)
-        return inconsistent(api, cat(arg, ": output with shape ", shape_string(desc.shape),
-                                     " and strides ", shape_string(strides),
-                                     " writes some elements more than once"));
+        return inconsistent(
+            api, cat(arg, ": output with shape ", shape_string(desc.shape), " and strides ",
+                     shape_string(strides), " writes some elements more than once"));
       inner_span += stride * (size - 1);  // cannot overflow: bounded by hi - lo above
     }
   }

@@ -11,8 +11,7 @@
 namespace moeperm::detail {
 
 // Rule 4: rank (and a strides vector of the same length, when given).
-Status check_rank(std::string_view api, std::string_view arg, const TensorDesc &desc,
-                  int64_t rank);
+Status check_rank(std::string_view api, std::string_view arg, const TensorDesc &desc, int64_t rank);
 
 // Rule 6 tail, for a tensor whose shape is already known to be consistent:
 // non-negative dims, a view whose every element lies inside its storage (offset >= 0,

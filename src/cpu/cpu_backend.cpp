@@ -23,8 +23,9 @@ void cpu_prepare(Plan &p) {
   const bool needs_ranks =
       !p.drop_and_pad && (p.op == Op::permute || p.probs == ProbsWork::compute);
   if (needs_ranks) {
-    p.ws_slot[cpu::kSlotBlockRanks] = p.workspace.add(
-        "expert_block_ranks", static_cast<uint64_t>(cpu::token_blocks(p.T) * p.E) * sizeof(int64_t));
+    p.ws_slot[cpu::kSlotBlockRanks] =
+        p.workspace.add("expert_block_ranks",
+                        static_cast<uint64_t>(cpu::token_blocks(p.T) * p.E) * sizeof(int64_t));
   }
   if (p.op == Op::permute_grad && p.drop_and_pad) {
     p.ws_slot[cpu::kSlotCsrOffsets] =

@@ -32,9 +32,7 @@ Status expert_block_ranks(const Plan &p, const void *map, int64_t *ranks, int64_
   if (first_bad_row != kNone) {
     int64_t n = 0;
     for (int64_t e = 0; e < E; ++e) n += routed(p, map, first_bad_row, e);
-    return inconsistent(p.api(), cat("routingMap row ", first_bad_row, " selects ", n,
-                                     " experts, more than topK = numOutTokens / tokens = ",
-                                     max_per_row, " (dropAndPad=false); nothing was written"));
+    return too_many_experts_in_row(p, first_bad_row, n);
   }
   // Exclusive scan in expert-major order: e outer, block inner.
   int64_t running = 0;

@@ -19,8 +19,7 @@ bool isa_supported(Isa isa) {
   __builtin_cpu_init();
   switch (isa) {
     case Isa::scalar: return true;
-    case Isa::avx2:
-      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    case Isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
     case Isa::avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl");
@@ -61,4 +60,3 @@ const RowKernels &row_kernels(Isa isa) {
 }
 
 }  // namespace moeperm::detail::cpu
-

@@ -20,7 +20,8 @@ Isa selected_isa();
 // dst[0..n) = round(sum over k = 0..nsrc-1, ascending, of srcs[k][0..n)), fp32 accumulation
 // starting from +0, one rounding (SPEC §4); nsrc == 0 writes +0. Rows are contiguous.
 // With `stream`, dst is written with non-temporal stores where aligned.
-using SumRowsFn = void (*)(void *dst, const void *const *srcs, int64_t nsrc, int64_t n, bool stream);
+using SumRowsFn = void (*)(void *dst, const void *const *srcs, int64_t nsrc, int64_t n,
+                           bool stream);
 // Copies n bytes; with `stream`, non-temporal stores where aligned.
 using CopyFn = void (*)(void *dst, const void *src, int64_t bytes, bool stream);
 

@@ -27,27 +27,31 @@ Status permute_dropless(const Plan &p, const Buffers &b, std::byte *ws) {
 #pragma omp parallel num_threads(num_threads())
   {
 #pragma omp for schedule(static)
-  for (int64_t blk = 0; blk < token_blocks(p.T); ++blk) {
-    int64_t *cursor = ranks + blk * E;
-    for (int64_t t = blk * kTokenBlock; t < std::min(p.T, (blk + 1) * kTokenBlock); ++t) {
-      int64_t r = 0;
-      for (int64_t e = 0; e < E; ++e) {
-        if (!routed(p, b.routing_map, t, e)) continue;
-        const int64_t j = cursor[e]++;
-        *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(t * K + r++)) = static_cast<int32_t>(j);
-        copy_row(b.permuted, p.permuted, j, b.tokens, p.tokens, t, es, rk, p.stream_stores);
-        if (probs) copy_elem(b.permuted_probs, p.permuted_probs.at(j), b.dense_probs, p.dense_probs.at(t, e), ps);
+    for (int64_t blk = 0; blk < token_blocks(p.T); ++blk) {
+      int64_t *cursor = ranks + blk * E;
+      for (int64_t t = blk * kTokenBlock; t < std::min(p.T, (blk + 1) * kTokenBlock); ++t) {
+        int64_t r = 0;
+        for (int64_t e = 0; e < E; ++e) {
+          if (!routed(p, b.routing_map, t, e)) continue;
+          const int64_t j = cursor[e]++;
+          *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(t * K + r++)) =
+              static_cast<int32_t>(j);
+          copy_row(b.permuted, p.permuted, j, b.tokens, p.tokens, t, es, rk, p.stream_stores);
+          if (probs)
+            copy_elem(b.permuted_probs, p.permuted_probs.at(j), b.dense_probs,
+                      p.dense_probs.at(t, e), ps);
+        }
+        for (; r < K; ++r) *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(t * K + r)) = -1;
       }
-      for (; r < K; ++r) *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(t * K + r)) = -1;
     }
-  }
-  rk.store_fence();
+    rk.store_fence();
   }
   // Rows that no (token, expert) pair fills.
 #pragma omp parallel for num_threads(num_threads()) schedule(static)
   for (int64_t j = nnz; j < p.R; ++j) zero_row(b.permuted, p.permuted, j, es);
   if (p.probs != ProbsWork::none)
-    for (int64_t j = probs ? nnz : 0; j < p.R; ++j) zero_elem(b.permuted_probs, p.permuted_probs.at(j), ps);
+    for (int64_t j = probs ? nnz : 0; j < p.R; ++j)
+      zero_elem(b.permuted_probs, p.permuted_probs.at(j), ps);
   return Status::success();
 }
 

@@ -43,18 +43,13 @@ void sum_tokens(const Plan &p, const Buffers &b) {
 Status permute_grad_dropless(const Plan &p, const Buffers &b, std::byte *ws) {
   // Note [Index validation]: all checks precede all writes.
   if (const int64_t j = first_bad_index(p, b.sorted_indices, p.R, true); j >= 0)
-    return index_out_of_range(p.api(), "sortedIndices", j,
-                              *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(j)),
-                              cat("[0, ", p.R, ") or -1 (dropAndPad=false, R=", p.R, ")"));
+    return bad_sorted_index(p, j, *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(j)));
   int64_t *ranks = nullptr;
   if (p.probs == ProbsWork::compute) {
     ranks = p.workspace.at<int64_t>(ws, p.ws_slot[kSlotBlockRanks]);
     int64_t nnz = 0;
     MOEPERM_TRY(expert_block_ranks(p, b.routing_map, ranks, &nnz, -1));
-    if (nnz > p.R)
-      return inconsistent(p.api(), cat("routingMapOptional selects ", nnz,
-                                       " (token, expert) pairs, more than the ", p.R,
-                                       " rows of permutedProbsOutputGradOptional; nothing was written"));
+    if (nnz > p.R) return too_many_routed_pairs(p, nnz);
   }
 
   sum_tokens(p, b);

@@ -43,14 +43,18 @@ void sum_rows_impl(void *dst_v, const void *const *srcs_v, int64_t nsrc, int64_t
           Vec::prefetch(srcs[k] + h0 + i + kPrefetchAhead / static_cast<int64_t>(sizeof(S)));
           x = Vec::add(x, Vec::load(srcs[k] + h0 + i));
         }
-        if (last) Vec::store(dst + h0 + i, x, nt);
-        else Vec::store_acc(acc + i, x);
+        if (last)
+          Vec::store(dst + h0 + i, x, nt);
+        else
+          Vec::store_acc(acc + i, x);
       }
       for (int64_t i = mv; i < m; ++i) {
         float x = first ? 0.0f : acc[i];
         for (int64_t k = g0; k < g1; ++k) x += Scalar::load(srcs[k][h0 + i]);
-        if (last) dst[h0 + i] = Scalar::store(x);
-        else acc[i] = x;
+        if (last)
+          dst[h0 + i] = Scalar::store(x);
+        else
+          acc[i] = x;
       }
       g0 = g1;
     } while (g0 < nsrc);

@@ -23,8 +23,10 @@ struct Avx2Base {
   static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
   static void prefetch(const void *p) { _mm_prefetch(static_cast<const char *>(p), _MM_HINT_T0); }
   static void store16(void *p, __m128i v, bool stream) {
-    if (stream) _mm_stream_si128(static_cast<__m128i *>(p), v);
-    else _mm_storeu_si128(static_cast<__m128i *>(p), v);
+    if (stream)
+      _mm_stream_si128(static_cast<__m128i *>(p), v);
+    else
+      _mm_storeu_si128(static_cast<__m128i *>(p), v);
   }
 };
 
@@ -40,7 +42,8 @@ struct Avx2Bf16 : Avx2Base {
     const __m256i u = _mm256_castps_si256(x);
     const __m256i hi = _mm256_srli_epi32(u, 16);
     const __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
+    __m256i r = _mm256_srli_epi32(
+        _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
     const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
                                               _mm256_set1_epi32(0x7f800000));
     r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), is_nan);
@@ -53,7 +56,9 @@ struct Avx2Bf16 : Avx2Base {
 struct Avx2F16 : Avx2Base {
   using Scalar = F16;
   using S = uint16_t;
-  static reg load(const S *p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p))); }
+  static reg load(const S *p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
+  }
   static void store(S *p, reg x, bool stream) {
     store16(p, _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), stream);
   }
@@ -64,8 +69,10 @@ struct Avx2F32 : Avx2Base {
   using S = float;
   static reg load(const S *p) { return _mm256_loadu_ps(p); }
   static void store(S *p, reg x, bool stream) {
-    if (stream) _mm256_stream_ps(p, x);
-    else _mm256_storeu_ps(p, x);
+    if (stream)
+      _mm256_stream_ps(p, x);
+    else
+      _mm256_storeu_ps(p, x);
   }
 };
 

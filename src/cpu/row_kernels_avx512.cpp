@@ -27,8 +27,10 @@ struct Avx512Base {
   static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
   static void prefetch(const void *p) { _mm_prefetch(static_cast<const char *>(p), _MM_HINT_T0); }
   static void store32(void *p, __m256i v, bool stream) {
-    if (stream) _mm256_stream_si256(static_cast<__m256i *>(p), v);
-    else _mm256_storeu_si256(static_cast<__m256i *>(p), v);
+    if (stream)
+      _mm256_stream_si256(static_cast<__m256i *>(p), v);
+    else
+      _mm256_storeu_si256(static_cast<__m256i *>(p), v);
   }
 };
 
@@ -36,16 +38,18 @@ struct Avx512Bf16 : Avx512Base {
   using Scalar = Bf16;
   using S = uint16_t;
   static reg load(const S *p) {
-    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
+    const __m512i w =
+        _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i *>(p)));
     return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
   }
   static void store(S *p, reg x, bool stream) {
     const __m512i u = _mm512_castps_si512(x);
     const __m512i hi = _mm512_srli_epi32(u, 16);
     const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
-    const __mmask16 is_nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-                                                     _mm512_set1_epi32(0x7f800000));
+    __m512i r = _mm512_srli_epi32(
+        _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
+    const __mmask16 is_nan = _mm512_cmpgt_epi32_mask(
+        _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
     r = _mm512_mask_blend_epi32(is_nan, r, _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
     store32(p, _mm512_cvtepi32_epi16(r), stream);
   }
@@ -67,8 +71,10 @@ struct Avx512F32 : Avx512Base {
   using S = float;
   static reg load(const S *p) { return _mm512_loadu_ps(p); }
   static void store(S *p, reg x, bool stream) {
-    if (stream) _mm512_stream_ps(p, x);
-    else _mm512_storeu_ps(p, x);
+    if (stream)
+      _mm512_stream_ps(p, x);
+    else
+      _mm512_storeu_ps(p, x);
   }
 };
 

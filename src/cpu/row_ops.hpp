@@ -18,10 +18,14 @@ inline constexpr int64_t kAccChunk = 4096;
 // Source rows one contiguous sum gathers through a pointer array on the stack.
 inline constexpr int64_t kMaxGather = 512;
 
-inline const RowKernels &kernels_of(const Plan &p) { return row_kernels(static_cast<Isa>(p.variant)); }
+inline const RowKernels &kernels_of(const Plan &p) {
+  return row_kernels(static_cast<Isa>(p.variant));
+}
 
 inline SumRowsFn sum_rows_fn(const RowKernels &k, DType dtype) {
-  return dtype == DType::bf16 ? k.sum_rows_bf16 : dtype == DType::f16 ? k.sum_rows_f16 : k.sum_rows_f32;
+  return dtype == DType::bf16  ? k.sum_rows_bf16
+         : dtype == DType::f16 ? k.sum_rows_f16
+                               : k.sum_rows_f32;
 }
 
 // Address of element (r, 0) of matrix g.
@@ -50,8 +54,8 @@ void sum_rows_strided(const Plan &p, const Buffers &b, int64_t t, int64_t count,
 // Output row t of `tokens` = sum of rows row_at(i), i < count, of `permuted`: the ISA row
 // kernel when rows are contiguous and few enough to gather, else the strided path.
 template <class RowAt>
-void sum_rows_into(const Plan &p, const Buffers &b, const RowKernels &rk, int64_t t,
-                   int64_t count, RowAt row_at) {
+void sum_rows_into(const Plan &p, const Buffers &b, const RowKernels &rk, int64_t t, int64_t count,
+                   RowAt row_at) {
   const int64_t es = element_size(p.value_dtype);
   if (p.permuted.col_stride == 1 && p.tokens.col_stride == 1 && count <= kMaxGather) {
     const void *srcs[kMaxGather];
@@ -78,7 +82,8 @@ inline void copy_row(void *dst, const MatrixGeom &dg, int64_t dr, const void *sr
     return;
   }
   const int64_t ds = dg.col_stride * esize, ss = sg.col_stride * esize;
-  for (int64_t h = 0; h < dg.cols; ++h) std::memcpy(d + h * ds, s + h * ss, static_cast<size_t>(esize));
+  for (int64_t h = 0; h < dg.cols; ++h)
+    std::memcpy(d + h * ds, s + h * ss, static_cast<size_t>(esize));
 }
 
 // Writes +0 (all-zero bits) to row r of g.
@@ -88,12 +93,13 @@ inline void zero_row(void *base, const MatrixGeom &g, int64_t r, int64_t esize) 
     std::memset(d, 0, static_cast<size_t>(g.cols * esize));
     return;
   }
-  for (int64_t h = 0; h < g.cols; ++h) std::memset(d + h * g.col_stride * esize, 0, static_cast<size_t>(esize));
+  for (int64_t h = 0; h < g.cols; ++h)
+    std::memset(d + h * g.col_stride * esize, 0, static_cast<size_t>(esize));
 }
 
 inline void copy_elem(void *dst, int64_t doff, const void *src, int64_t soff, int64_t esize) {
-  std::memcpy(static_cast<char *>(dst) + doff * esize, static_cast<const char *>(src) + soff * esize,
-              static_cast<size_t>(esize));
+  std::memcpy(static_cast<char *>(dst) + doff * esize,
+              static_cast<const char *>(src) + soff * esize, static_cast<size_t>(esize));
 }
 
 inline void zero_elem(void *dst, int64_t off, int64_t esize) {

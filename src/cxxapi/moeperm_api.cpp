@@ -39,19 +39,23 @@ const char *Plan::backend_name() const noexcept { return detail::backend_ops(imp
 std::string Plan::to_string() const { return detail::to_string(*impl_); }
 
 Plan plan_permute(const PermuteDesc &d, const PlanOptions &options) {
-  detail::PermuteOperands ops{&d.tokens,         &d.routing_map,     opt(d.probs),
-                              d.num_out_tokens,  d.drop_and_pad,     &d.permuted_tokens,
-                              opt(d.permuted_probs), &d.sorted_indices};
+  detail::PermuteOperands ops{
+      &d.tokens,      &d.routing_map,     opt(d.probs),          d.num_out_tokens,
+      d.drop_and_pad, &d.permuted_tokens, opt(d.permuted_probs), &d.sorted_indices};
   auto plan = std::make_shared<detail::Plan>();
   throw_if_failed(detail::make_permute_plan(ops, options.backend, plan.get()));
   return Plan(std::move(plan));
 }
 
 Plan plan_permute_grad(const PermuteGradDesc &d, const PlanOptions &options) {
-  detail::PermuteGradOperands ops{&d.permuted_token_output_grad, opt(d.permuted_probs_output_grad),
-                                  &d.sorted_indices,             opt(d.routing_map),
-                                  d.num_experts,                 d.tokens_num,
-                                  d.drop_and_pad,                &d.tokens_grad_out,
+  detail::PermuteGradOperands ops{&d.permuted_token_output_grad,
+                                  opt(d.permuted_probs_output_grad),
+                                  &d.sorted_indices,
+                                  opt(d.routing_map),
+                                  d.num_experts,
+                                  d.tokens_num,
+                                  d.drop_and_pad,
+                                  &d.tokens_grad_out,
                                   opt(d.probs_grad_out)};
   auto plan = std::make_shared<detail::Plan>();
   throw_if_failed(detail::make_permute_grad_plan(ops, options.backend, plan.get()));
@@ -63,8 +67,8 @@ void run(const Plan &plan, const PermuteData &d, std::span<std::byte> workspace)
   if (plan.is_grad())
     throw Error(Code::invalid_param,
                 "moeperm::run: a MoeTokenPermuteWithRoutingMapGrad plan was given PermuteData");
-  detail::Buffers b{const_cast<void *>(d.tokens), d.permuted_tokens,  d.routing_map,
-                    const_cast<void *>(d.probs),  d.permuted_probs,   d.sorted_indices};
+  detail::Buffers b{const_cast<void *>(d.tokens), d.permuted_tokens, d.routing_map,
+                    const_cast<void *>(d.probs),  d.permuted_probs,  d.sorted_indices};
   throw_if_failed(detail::execute(plan.impl(), b, workspace.data(), workspace.size()));
 }
 

@@ -12,26 +12,20 @@ namespace moeperm::detail::ref {
 Status permute_grad(const Plan &p, const Buffers &b) {
   const DType vt = p.value_dtype;
   std::vector<int64_t> S(static_cast<size_t>(p.R));
-  for (int64_t j = 0; j < p.R; ++j) S[static_cast<size_t>(j)] = *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(j));
+  for (int64_t j = 0; j < p.R; ++j)
+    S[static_cast<size_t>(j)] = *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(j));
 
   // Note [Index validation]: every index is checked before anything is written.
   for (int64_t j = 0; j < p.R; ++j) {
     const int64_t s = S[static_cast<size_t>(j)];
-    if (!p.drop_and_pad && !(s == -1 || (s >= 0 && s < p.R)))
-      return index_out_of_range(p.api(), "sortedIndices", j, s,
-                                cat("[0, ", p.R, ") or -1 (dropAndPad=false, R=", p.R, ")"));
-    if (p.drop_and_pad && !(s >= 0 && s < p.T))
-      return index_out_of_range(p.api(), "sortedIndices", j, s,
-                                cat("[0, ", p.T, ") (dropAndPad=true, tokensNum=", p.T, ")"));
+    const bool ok = p.drop_and_pad ? (s >= 0 && s < p.T) : (s == -1 || (s >= 0 && s < p.R));
+    if (!ok) return bad_sorted_index(p, j, s);
   }
   if (p.probs == ProbsWork::compute && !p.drop_and_pad) {
     int64_t nnz = 0;
     for (int64_t t = 0; t < p.T; ++t)
       for (int64_t e = 0; e < p.E; ++e) nnz += routed(p, b.routing_map, t, e);
-    if (nnz > p.R)
-      return inconsistent(p.api(), cat("routingMapOptional selects ", nnz,
-                                       " (token, expert) pairs, more than the ", p.R,
-                                       " rows of permutedProbsOutputGradOptional; nothing was written"));
+    if (nnz > p.R) return too_many_routed_pairs(p, nnz);
   }
 
   // tokensGrad: fp32 sums in ascending k (drop-less) or ascending j (drop-and-pad).
@@ -48,8 +42,9 @@ Status permute_grad(const Plan &p, const Buffers &b) {
     // permuteTokenId, outIndex = S.sort(); tokensGrad[permuteTokenId[i]] += G[outIndex[i]]
     std::vector<int64_t> out_index(static_cast<size_t>(p.R));
     std::iota(out_index.begin(), out_index.end(), 0);
-    std::stable_sort(out_index.begin(), out_index.end(),
-                     [&](int64_t a, int64_t c) { return S[static_cast<size_t>(a)] < S[static_cast<size_t>(c)]; });
+    std::stable_sort(out_index.begin(), out_index.end(), [&](int64_t a, int64_t c) {
+      return S[static_cast<size_t>(a)] < S[static_cast<size_t>(c)];
+    });
     for (int64_t i = 0; i < p.R; ++i) {
       const int64_t j = out_index[static_cast<size_t>(i)], t = S[static_cast<size_t>(j)];
       for (int64_t h = 0; h < p.H; ++h)
@@ -62,7 +57,8 @@ Status permute_grad(const Plan &p, const Buffers &b) {
 
   if (p.probs == ProbsWork::none) return Status::success();
   for (int64_t t = 0; t < p.T; ++t)
-    for (int64_t e = 0; e < p.E; ++e) store_zero(p.probs_dtype, b.dense_probs, p.dense_probs.at(t, e));
+    for (int64_t e = 0; e < p.E; ++e)
+      store_zero(p.probs_dtype, b.dense_probs, p.dense_probs.at(t, e));
   if (p.probs == ProbsWork::zero_fill) return Status::success();
   if (!p.drop_and_pad) {
     // zeros(E, T).masked_scatter(M.T, P).T

@@ -23,10 +23,7 @@ Status permute(const Plan &p, const Buffers &b) {
     for (int64_t t = 0; t < p.T; ++t) {
       int64_t n = 0;
       for (int64_t e = 0; e < p.E; ++e) n += routed(p, b.routing_map, t, e);
-      if (n > p.K)
-        return inconsistent(p.api(), cat("routingMap row ", t, " selects ", n,
-                                         " experts, more than topK = numOutTokens / tokens = ",
-                                         p.K, " (dropAndPad=false); nothing was written"));
+      if (n > p.K) return too_many_experts_in_row(p, t, n);
     }
     std::vector<int64_t> order(f.size());
     std::iota(order.begin(), order.end(), 0);
@@ -41,8 +38,11 @@ Status permute(const Plan &p, const Buffers &b) {
     for (int64_t j = 0; j < p.R; ++j) {
       const bool filled = j < static_cast<int64_t>(f.size());
       for (int64_t h = 0; h < p.H; ++h) {
-        if (filled) copy_value(vt, b.permuted, p.permuted.at(j, h), b.tokens, p.tokens.at(f[static_cast<size_t>(j)], h));
-        else store_zero(vt, b.permuted, p.permuted.at(j, h));
+        if (filled)
+          copy_value(vt, b.permuted, p.permuted.at(j, h), b.tokens,
+                     p.tokens.at(f[static_cast<size_t>(j)], h));
+        else
+          store_zero(vt, b.permuted, p.permuted.at(j, h));
       }
       if (p.probs == ProbsWork::compute && filled)
         copy_value(p.probs_dtype, b.permuted_probs, p.permuted_probs.at(j), b.dense_probs,
@@ -59,7 +59,8 @@ Status permute(const Plan &p, const Buffers &b) {
       for (int64_t t = 0; t < p.T; ++t)
         if (!routed(p, b.routing_map, t, e)) list.push_back(t);
       for (int64_t c = 0; c < p.C; ++c)
-        sorted[static_cast<size_t>(e * p.C + c)] = static_cast<int32_t>(list[static_cast<size_t>(c)]);
+        sorted[static_cast<size_t>(e * p.C + c)] =
+            static_cast<int32_t>(list[static_cast<size_t>(c)]);
     }
     for (int64_t j = 0; j < p.R; ++j) {
       const int64_t t = sorted[static_cast<size_t>(j)];

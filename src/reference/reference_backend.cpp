@@ -8,9 +8,11 @@ const BackendOps kReferenceBackend{
     .id = BackendId::reference,
     .supports = [](const Plan &) { return true; },
     .prepare = [](Plan &) {},  // allocates internally: the reference needs no workspace
-    .run = [](const Plan &plan, const Buffers &buffers, std::byte *) {
-      return plan.op == Op::permute ? ref::permute(plan, buffers) : ref::permute_grad(plan, buffers);
-    },
+    .run =
+        [](const Plan &plan, const Buffers &buffers, std::byte *) {
+          return plan.op == Op::permute ? ref::permute(plan, buffers)
+                                        : ref::permute_grad(plan, buffers);
+        },
 };
 
 }  // namespace moeperm::detail

@@ -21,7 +21,9 @@ constexpr int64_t kH = 65536;
 constexpr int64_t kT = 8200;
 constexpr int64_t kE = 4;
 
-float token_value(int64_t t, int64_t h) { return static_cast<float>((t * 31 + h * 7) % 64) / 16.0f; }
+float token_value(int64_t t, int64_t h) {
+  return static_cast<float>((t * 31 + h * 7) % 64) / 16.0f;
+}
 
 class Offsets64 : public ::testing::TestWithParam<bool> {};
 
@@ -47,8 +49,10 @@ TEST_P(Offsets64, ForwardAndBackwardPastTwoToThe31Elements) {
   auto sorted = make_tensor(DType::i32, {R});
   moeperm::PermuteDesc fd;
   fd.tokens = tokens.desc, fd.routing_map = map.desc, fd.num_out_tokens = R;
-  fd.drop_and_pad = drop_and_pad, fd.permuted_tokens = permuted.desc, fd.sorted_indices = sorted.desc;
-  moeperm::PermuteData fdata{tokens.data(), map.data(), nullptr, permuted.data(), nullptr, sorted.data()};
+  fd.drop_and_pad = drop_and_pad, fd.permuted_tokens = permuted.desc,
+  fd.sorted_indices = sorted.desc;
+  moeperm::PermuteData fdata{tokens.data(),   map.data(), nullptr,
+                             permuted.data(), nullptr,    sorted.data()};
   moeperm::permute(fd, fdata, {moeperm::Backend::cpu});
 
   // Indices and the last rows (whose element offsets exceed 2^31) against the rule itself.
@@ -75,18 +79,22 @@ TEST_P(Offsets64, ForwardAndBackwardPastTwoToThe31Elements) {
   gd.permuted_token_output_grad = permuted.desc, gd.sorted_indices = sorted.desc;
   gd.num_experts = kE, gd.tokens_num = kT, gd.drop_and_pad = drop_and_pad;
   gd.tokens_grad_out = grad_out.desc;
-  moeperm::PermuteGradData gdata{permuted.data(), nullptr, sorted.data(), nullptr, grad_out.data(), nullptr};
+  moeperm::PermuteGradData gdata{permuted.data(), nullptr,         sorted.data(),
+                                 nullptr,         grad_out.data(), nullptr};
   moeperm::permute_grad(gd, gdata, {moeperm::Backend::cpu});
   const auto *g = static_cast<const uint16_t *>(grad_out.data());
   int64_t bad = 0;
 #pragma omp parallel for reduction(+ : bad)
   for (int64_t t = 0; t < kT; ++t)
     for (int64_t h = 0; h < kH; ++h)
-      bad += bf16_to_f32(g[t * kH + h]) != static_cast<float>(count[static_cast<size_t>(t)]) * token_value(t, h);
+      bad += bf16_to_f32(g[t * kH + h]) !=
+             static_cast<float>(count[static_cast<size_t>(t)]) * token_value(t, h);
   EXPECT_EQ(bad, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(BothModes, Offsets64, ::testing::Values(false, true),
-                         [](const auto &param_info) { return param_info.param ? "drop_and_pad" : "dropless"; });
+                         [](const auto &param_info) {
+                           return param_info.param ? "drop_and_pad" : "dropless";
+                         });
 
 }  // namespace
