@@ -56,19 +56,21 @@ Status permute_grad_dropless(const Plan &p, const Buffers &b, std::byte *ws) {
 
   if (p.probs == ProbsWork::zero_fill) zero_probs_output(p, b);
   if (p.probs != ProbsWork::compute) return Status::success();
-  const int64_t es = element_size(p.probs_dtype), E = p.E;
+  with_element_bits(element_size(p.probs_dtype), [&](auto bits) {
+    using P = decltype(bits);
+    const int64_t E = p.E, mcs = p.routing_map.col_stride, ocs = p.dense_probs.col_stride;
+    const P *in = elem<P>(b.permuted_probs, 0);
 #pragma omp parallel for num_threads(num_threads()) schedule(static)
-  for (int64_t blk = 0; blk < token_blocks(p.T); ++blk) {
-    int64_t *cursor = ranks + blk * E;  // this block's next rank per expert
-    for (int64_t t = blk * kTokenBlock; t < std::min(p.T, (blk + 1) * kTokenBlock); ++t)
-      for (int64_t e = 0; e < E; ++e) {
-        const int64_t dst = p.dense_probs.at(t, e);
-        if (routed(p, b.routing_map, t, e))
-          copy_elem(b.dense_probs, dst, b.permuted_probs, p.permuted_probs.at(cursor[e]++), es);
-        else
-          zero_elem(b.dense_probs, dst, es);
+    for (int64_t blk = 0; blk < token_blocks(p.T); ++blk) {
+      int64_t *cursor = ranks + blk * E;  // this block's next rank per expert
+      for (int64_t t = blk * kTokenBlock; t < std::min(p.T, (blk + 1) * kTokenBlock); ++t) {
+        const uint8_t *m = map_row(p, b.routing_map, t);
+        P *out = elem<P>(b.dense_probs, p.dense_probs.at(t, 0));
+        for (int64_t e = 0; e < E; ++e)
+          out[e * ocs] = m[e * mcs] ? in[p.permuted_probs.at(cursor[e]++)] : P{0};
       }
-  }
+    }
+  });
   return Status::success();
 }
 

@@ -17,6 +17,8 @@ inline constexpr int64_t kSumTile = 1024;
 // K source rows are K concurrent streams, more than the hardware prefetcher follows well.
 // (A prefetch past the end of a row is harmless: prefetches never fault.)
 inline constexpr int64_t kPrefetchAhead = 1024;
+// Vectors summed side by side (independent add chains).
+inline constexpr int kUnroll = 4;
 // Source rows added in registers before the accumulator is touched: with K <= 8 the
 // accumulator never leaves registers.
 inline constexpr int64_t kSumGroup = 8;
@@ -37,12 +39,28 @@ void sum_rows_impl(void *dst_v, const void *const *srcs_v, int64_t nsrc, int64_t
     do {  // at least once: nsrc == 0 stores +0
       const int64_t g1 = g0 + kSumGroup < nsrc ? g0 + kSumGroup : nsrc;
       const bool first = g0 == 0, last = g1 == nsrc;
-      for (int64_t i = 0; i < mv; i += W) {
-        typename Vec::reg x = first ? Vec::zero() : Vec::load_acc(acc + i);
+      // kUnroll independent accumulators: the k-chain of one vector is a serial add
+      // chain, so several vectors in flight hide its latency. One prefetch per source
+      // and block (kUnroll * W elements, a cache line or more).
+      const int64_t mu = mv - mv % (kUnroll * W);
+      for (int64_t i = 0; i < mu; i += kUnroll * W) {
+        typename Vec::reg x[kUnroll];
+        for (int u = 0; u < kUnroll; ++u) x[u] = first ? Vec::zero() : Vec::load_acc(acc + i + u * W);
         for (int64_t k = g0; k < g1; ++k) {
-          Vec::prefetch(srcs[k] + h0 + i + kPrefetchAhead / static_cast<int64_t>(sizeof(S)));
-          x = Vec::add(x, Vec::load(srcs[k] + h0 + i));
+          const S *src = srcs[k] + h0 + i;
+          Vec::prefetch(src + kPrefetchAhead / static_cast<int64_t>(sizeof(S)));
+          for (int u = 0; u < kUnroll; ++u) x[u] = Vec::add(x[u], Vec::load(src + u * W));
         }
+        for (int u = 0; u < kUnroll; ++u) {
+          if (last)
+            Vec::store(dst + h0 + i + u * W, x[u], nt);
+          else
+            Vec::store_acc(acc + i + u * W, x[u]);
+        }
+      }
+      for (int64_t i = mu; i < mv; i += W) {
+        typename Vec::reg x = first ? Vec::zero() : Vec::load_acc(acc + i);
+        for (int64_t k = g0; k < g1; ++k) x = Vec::add(x, Vec::load(srcs[k] + h0 + i));
         if (last)
           Vec::store(dst + h0 + i, x, nt);
         else

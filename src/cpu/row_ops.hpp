@@ -110,4 +110,19 @@ inline bool routed(const Plan &p, const void *map, int64_t t, int64_t e) {
   return *elem<uint8_t>(map, p.routing_map.at(t, e)) != 0;
 }
 
+// Row t of the routing map as bytes; element e is at [e * p.routing_map.col_stride].
+inline const uint8_t *map_row(const Plan &p, const void *map, int64_t t) {
+  return elem<uint8_t>(map, p.routing_map.at(t, 0));
+}
+
+// Calls f(T{}) with the unsigned integer type of an element of `esize` bytes (2 or 4):
+// probabilities are moved, never converted, so their type is just their size.
+template <class F>
+inline void with_element_bits(int64_t esize, F &&f) {
+  if (esize == 2)
+    f(uint16_t{});
+  else
+    f(uint32_t{});
+}
+
 }  // namespace moeperm::detail::cpu
