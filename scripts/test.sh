@@ -1,27 +1,37 @@
 #!/usr/bin/env bash
-# Builds the ci preset (Release, warnings are errors) and runs the whole CTest suite:
-# unit, errors, conformance, capi, examples, packaging and slow. Ends with CTest's summary
-# and, last, one plain line "ctest: P passed, F failed, S skipped" (CTest prints its list of
-# skipped tests after its own summary, e.g. AVX-512 variants on a CPU without AVX-512).
+# Builds and runs the whole CTest suite twice: the ci preset (Release, warnings are errors)
+# and the asan preset (AddressSanitizer + UndefinedBehaviorSanitizer, LeakSanitizer on).
+# Labels: unit, errors, conformance, capi, example, packaging, slow. Ends with CTest's
+# summaries and, last, one plain line "ctest: P passed, F failed, S skipped" over both runs
+# (CTest prints its list of skipped tests after its own summary, e.g. AVX-512 variants on a
+# CPU without AVX-512). MOEPERM_SKIP_ASAN=1 runs the ci preset only.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 bash scripts/install-deps.sh
-cmake --preset ci
-cmake --build --preset ci
+
+presets=(ci)
+[[ "${MOEPERM_SKIP_ASAN:-0}" == 1 ]] || presets+=(asan)
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-set +e
-ctest --preset ci --output-on-failure --no-label-summary 2>&1 | tee "$log"
-status=${PIPESTATUS[0]}
-set -e
+status=0
+for preset in "${presets[@]}"; do
+  echo "=== preset ${preset}: configure, build, test"
+  cmake --preset "$preset"
+  cmake --build --preset "$preset"
+  set +e
+  ctest --preset "$preset" --output-on-failure --no-label-summary 2>&1 | tee -a "$log"
+  rc=${PIPESTATUS[0]}
+  set -e
+  ((rc == 0)) || status=$rc
+done
 
-summary=$(grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n1 || true)
-if [[ -n "$summary" ]]; then
-  failed=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$summary")
-  total=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/' <<<"$summary")
-  skipped=$(grep -c '(Skipped)' "$log" || true)
-  echo "ctest: $((total - failed - skipped)) passed, ${failed} failed, ${skipped} skipped"
-fi
+total=0 failed=0
+while read -r f n; do
+  failed=$((failed + f)) total=$((total + n))
+done < <(grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" |
+         sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1 \2/')
+skipped=$(grep -c '(Skipped)' "$log" || true)
+echo "ctest: $((total - failed - skipped)) passed, ${failed} failed, ${skipped} skipped"
 exit "$status"
