@@ -82,9 +82,16 @@ inline const T *elem(const void *base, int64_t offset) {
   return static_cast<const T *>(base) + offset;
 }
 
-// Copies one element of `size` bytes (pure data movement dispatches on size, not dtype).
-inline void copy_element(void *dst, const void *src, int64_t size) {
-  std::memcpy(dst, src, static_cast<size_t>(size));
+// Element-wise data movement by size, not dtype (probabilities and forward rows are moved,
+// never converted): element `doff` of dst = element `soff` of src, `esize` bytes each.
+inline void copy_elem(void *dst, int64_t doff, const void *src, int64_t soff, int64_t esize) {
+  std::memcpy(static_cast<char *>(dst) + doff * esize,
+              static_cast<const char *>(src) + soff * esize, static_cast<size_t>(esize));
+}
+
+// Writes +0 (all-zero bits: +0 for bf16, fp16 and fp32) to element `off` of dst.
+inline void zero_elem(void *dst, int64_t off, int64_t esize) {
+  std::memset(static_cast<char *>(dst) + off * esize, 0, static_cast<size_t>(esize));
 }
 
 }  // namespace moeperm::detail

@@ -97,15 +97,6 @@ inline void zero_row(void *base, const MatrixGeom &g, int64_t r, int64_t esize) 
     std::memset(d + h * g.col_stride * esize, 0, static_cast<size_t>(esize));
 }
 
-inline void copy_elem(void *dst, int64_t doff, const void *src, int64_t soff, int64_t esize) {
-  std::memcpy(static_cast<char *>(dst) + doff * esize,
-              static_cast<const char *>(src) + soff * esize, static_cast<size_t>(esize));
-}
-
-inline void zero_elem(void *dst, int64_t off, int64_t esize) {
-  std::memset(static_cast<char *>(dst) + off * esize, 0, static_cast<size_t>(esize));
-}
-
 inline bool routed(const Plan &p, const void *map, int64_t t, int64_t e) {
   return *elem<uint8_t>(map, p.routing_map.at(t, e)) != 0;
 }

@@ -26,14 +26,11 @@ inline void store_value(DType dtype, void *base, int64_t offset, float v) {
 
 // Stores +0 of a float dtype (all-zero bits for bf16, fp16 and fp32).
 inline void store_zero(DType dtype, void *base, int64_t offset) {
-  std::memset(static_cast<char *>(base) + offset * element_size(dtype), 0,
-              static_cast<size_t>(element_size(dtype)));
+  zero_elem(base, offset, element_size(dtype));
 }
 
 inline void copy_value(DType dtype, void *dst, int64_t dst_off, const void *src, int64_t src_off) {
-  const int64_t size = element_size(dtype);
-  copy_element(static_cast<char *>(dst) + dst_off * size,
-               static_cast<const char *>(src) + src_off * size, size);
+  copy_elem(dst, dst_off, src, src_off, element_size(dtype));
 }
 
 // int8 and bool routing maps: any nonzero byte means "routed".
