@@ -131,6 +131,7 @@ std::string_view backend_name(Backend backend) {
     case Backend::cpu: return "cpu";
     case Backend::reference: return "reference";
     case Backend::automatic: return "auto";
+    case Backend::cuda: return "cuda";
   }
   return "?";
 }

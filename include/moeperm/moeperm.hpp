@@ -118,10 +118,13 @@ struct PermuteGradData {
   void *probs_grad_out = nullptr;
 };
 
-// Which implementation runs a plan. `automatic` takes the first backend that supports the
-// plan from the ordered list (fastest first, the naive reference last). The environment
-// variable MOEPERM_BACKEND=cpu|reference overrides `automatic`.
-enum class Backend { automatic, cpu, reference };
+// Which implementation runs a plan. `automatic` takes the first host backend that supports
+// the plan from the ordered list (fastest first, the naive reference last). The environment
+// variable MOEPERM_BACKEND=cpu|reference overrides `automatic`. `cuda` is the only backend
+// whose data pointers and workspace are CUDA device memory; it is never chosen
+// automatically, since a plan does not see pointers (the C API picks it through
+// aclrtSetDevice; see README "Devices").
+enum class Backend { automatic, cpu, reference, cuda };
 
 struct PlanOptions {
   Backend backend = Backend::automatic;
@@ -166,6 +169,20 @@ MOEPERM_API Plan plan_permute_grad(const PermuteGradDesc &desc, const PlanOption
 // bytes (no alignment requirement). Throws Error; on a data error nothing is written.
 MOEPERM_API void run(const Plan &plan, const PermuteData &data, std::span<std::byte> workspace);
 MOEPERM_API void run(const Plan &plan, const PermuteGradData &data, std::span<std::byte> workspace);
+
+// Runs a plan on a CUDA stream (`cuda_stream` is a cudaStream_t; null is the legacy default
+// stream). For a Backend::cuda plan the work is enqueued on that stream, then the call waits
+// for it and throws if a data-dependent check failed on the device (SPEC §5.7: nothing was
+// written). For a host plan the stream is ignored and this is run() above.
+MOEPERM_API void run(const Plan &plan, const PermuteData &data, std::span<std::byte> workspace,
+                     void *cuda_stream);
+MOEPERM_API void run(const Plan &plan, const PermuteGradData &data,
+                     std::span<std::byte> workspace, void *cuda_stream);
+
+// Whether this build contains the CUDA backend, and how many GPUs the driver reports (0
+// when not built with CUDA, without a driver, or without a GPU).
+MOEPERM_API bool cuda_built() noexcept;
+MOEPERM_API int cuda_device_count() noexcept;
 
 // One-shot conveniences: plan, allocate the workspace, run.
 MOEPERM_API void permute(const PermuteDesc &desc, const PermuteData &data,

@@ -11,6 +11,12 @@
 
 namespace moeperm::detail {
 
+// Receives a data error found on a device (SPEC §5.7), on a driver thread; must not call CUDA.
+struct DeviceErrorSink {
+  void (*deliver)(void *context, Status status) = nullptr;
+  void *context = nullptr;
+};
+
 struct BackendOps {
   const char *name;
   BackendId id;
@@ -21,6 +27,12 @@ struct BackendOps {
   // plan.workspace.total() bytes. Must validate data-dependent rules before any write
   // (Note [Index validation]).
   Status (*run)(const Plan &plan, const Buffers &buffers, std::byte *workspace);
+  // Device backends only (null for host backends): enqueues the plan on `stream` (a
+  // cudaStream_t) and returns without waiting. Data errors found on the device are delivered
+  // to `on_data_error` from a stream callback, in stream order (Note [Device errors]); with
+  // no sink (deliver null) the call instead waits for the stream and returns that error.
+  Status (*run_on_stream)(const Plan &plan, const Buffers &buffers, std::byte *workspace,
+                          void *stream, DeviceErrorSink on_data_error);
 };
 
 // The backends, defined in their own folders; registry.cpp orders them.

@@ -18,12 +18,26 @@ const std::array<const BackendOps *, 2> &ordered() {
 }  // namespace
 
 const BackendOps &backend_ops(BackendId id) {
+  if (id == BackendId::cuda && cuda_backend_ops()) return *cuda_backend_ops();
   for (const BackendOps *b : ordered())
     if (b->id == id) return *b;
   return kReferenceBackend;
 }
 
 Status select_backend(Plan &plan, Backend requested) {
+  // The CUDA backend is chosen only by name: its pointers are device memory, which a plan
+  // (built from descriptors alone) cannot tell apart from host memory.
+  if (requested == Backend::cuda) {
+    const BackendOps *cuda = cuda_backend_ops();
+    if (!cuda)
+      return inconsistent(plan.api(),
+                          "the CUDA backend was requested, but this moeperm was built without "
+                          "it (MOEPERM_CUDA=OFF, or nvcc was not found)");
+    plan.backend = BackendId::cuda;
+    plan.workspace = WorkspaceLayout{};
+    cuda->prepare(plan);
+    return Status::success();
+  }
   if (requested == Backend::automatic) {
     if (const char *env = std::getenv("MOEPERM_BACKEND"); env && *env) {
       const std::string_view v(env);
@@ -89,18 +103,32 @@ Status check_workspace(const Plan &plan, const void *workspace, uint64_t workspa
   return Status::success();
 }
 
+namespace {
+
+std::byte *aligned_workspace(const Plan &plan, void *workspace) {
+  if (detail::workspace_bytes(plan) == 0) return nullptr;
+  const auto addr = reinterpret_cast<uintptr_t>(workspace);
+  const uintptr_t a = WorkspaceLayout::kAlignment;
+  return static_cast<std::byte *>(workspace) + ((a - addr % a) % a);
+}
+
+}  // namespace
+
 Status execute(const Plan &plan, const Buffers &buffers, void *workspace,
                uint64_t workspace_bytes) {
   MOEPERM_TRY(check_buffers(plan, buffers));
   MOEPERM_TRY(check_workspace(plan, workspace, workspace_bytes));
-  const uint64_t need = detail::workspace_bytes(plan);
-  std::byte *base = nullptr;
-  if (need > 0) {
-    const auto addr = reinterpret_cast<uintptr_t>(workspace);
-    const uintptr_t a = WorkspaceLayout::kAlignment;
-    base = static_cast<std::byte *>(workspace) + ((a - addr % a) % a);
-  }
-  return backend_ops(plan.backend).run(plan, buffers, base);
+  return backend_ops(plan.backend).run(plan, buffers, aligned_workspace(plan, workspace));
+}
+
+Status execute_on_stream(const Plan &plan, const Buffers &buffers, void *workspace,
+                         uint64_t workspace_bytes, void *stream) {
+  const BackendOps &ops = backend_ops(plan.backend);
+  if (!ops.run_on_stream) return execute(plan, buffers, workspace, workspace_bytes);
+  MOEPERM_TRY(check_buffers(plan, buffers));
+  MOEPERM_TRY(check_workspace(plan, workspace, workspace_bytes));
+  return ops.run_on_stream(plan, buffers, aligned_workspace(plan, workspace), stream,
+                           DeviceErrorSink{});
 }
 
 }  // namespace moeperm::detail

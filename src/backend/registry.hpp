@@ -24,6 +24,17 @@ Status check_buffers(const Plan &plan, const Buffers &buffers);
 // The workspace is large enough and non-null when it must be.
 Status check_workspace(const Plan &plan, const void *workspace, uint64_t workspace_bytes);
 
+// Runs a plan on a CUDA stream (cudaStream_t as void*): the CUDA backend enqueues, waits for
+// the stream and reports device-side data errors; a host plan ignores the stream.
+Status execute_on_stream(const Plan &plan, const Buffers &buffers, void *workspace,
+                         uint64_t workspace_bytes, void *stream);
+
+// The CUDA backend, or null when moeperm was built without it.
+const BackendOps *cuda_backend_ops();
+inline bool cuda_backend_built() { return cuda_backend_ops() != nullptr; }
+// GPUs the CUDA driver reports; 0 without the CUDA backend, a driver or a GPU.
+int cuda_device_count();
+
 // Bytes the caller must provide: the layout plus slack to realign any base address.
 inline uint64_t workspace_bytes(const Plan &plan) { return plan.workspace.required_with_slack(); }
 

@@ -28,7 +28,7 @@ enum class ProbsWork : uint8_t {
   zero_fill,  // output given without its input: filled with zeros (SPEC §3)
 };
 
-enum class BackendId : uint8_t { cpu, reference };
+enum class BackendId : uint8_t { cpu, reference, cuda };
 
 // A 2-D strided view, in elements. Shape [rows, cols].
 struct MatrixGeom {

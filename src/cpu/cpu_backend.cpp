@@ -50,6 +50,7 @@ const BackendOps kCpuBackend{
     .supports = cpu_supports,
     .prepare = cpu_prepare,
     .run = cpu_run,
+    .run_on_stream = nullptr,
 };
 
 }  // namespace moeperm::detail

@@ -85,6 +85,37 @@ void run(const Plan &plan, const PermuteGradData &d, std::span<std::byte> worksp
   throw_if_failed(detail::execute(plan.impl(), b, workspace.data(), workspace.size()));
 }
 
+void run(const Plan &plan, const PermuteData &d, std::span<std::byte> workspace,
+         void *cuda_stream) {
+  if (plan.impl().backend != detail::BackendId::cuda) return run(plan, d, workspace);
+  if (plan.is_grad())
+    throw Error(Code::invalid_param,
+                "moeperm::run: a MoeTokenPermuteWithRoutingMapGrad plan was given PermuteData");
+  detail::Buffers b{const_cast<void *>(d.tokens), d.permuted_tokens, d.routing_map,
+                    const_cast<void *>(d.probs),  d.permuted_probs,  d.sorted_indices};
+  throw_if_failed(
+      detail::execute_on_stream(plan.impl(), b, workspace.data(), workspace.size(), cuda_stream));
+}
+
+void run(const Plan &plan, const PermuteGradData &d, std::span<std::byte> workspace,
+         void *cuda_stream) {
+  if (plan.impl().backend != detail::BackendId::cuda) return run(plan, d, workspace);
+  if (!plan.is_grad())
+    throw Error(Code::invalid_param,
+                "moeperm::run: a MoeTokenPermuteWithRoutingMap plan was given PermuteGradData");
+  detail::Buffers b{d.tokens_grad_out,
+                    const_cast<void *>(d.permuted_token_output_grad),
+                    d.routing_map,
+                    d.probs_grad_out,
+                    const_cast<void *>(d.permuted_probs_output_grad),
+                    const_cast<void *>(d.sorted_indices)};
+  throw_if_failed(
+      detail::execute_on_stream(plan.impl(), b, workspace.data(), workspace.size(), cuda_stream));
+}
+
+bool cuda_built() noexcept { return detail::cuda_backend_built(); }
+int cuda_device_count() noexcept { return detail::cuda_device_count(); }
+
 void permute(const PermuteDesc &desc, const PermuteData &data, const PlanOptions &options) {
   const Plan plan = plan_permute(desc, options);
   std::vector<std::byte> ws(plan.workspace_bytes());

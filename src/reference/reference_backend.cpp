@@ -13,6 +13,7 @@ const BackendOps kReferenceBackend{
           return plan.op == Op::permute ? ref::permute(plan, buffers)
                                         : ref::permute_grad(plan, buffers);
         },
+    .run_on_stream = nullptr,
 };
 
 }  // namespace moeperm::detail
