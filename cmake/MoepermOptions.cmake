@@ -1,6 +1,8 @@
 # Every option of the project, with its docstring; a summary is printed at configure end.
 option(MOEPERM_BUILD_TESTS "Build the GoogleTest suite" ${PROJECT_IS_TOP_LEVEL})
 option(MOEPERM_BUILD_EXAMPLES "Build the CANN-style examples" ${PROJECT_IS_TOP_LEVEL})
+string(COMPARE NOTEQUAL "${SKBUILD}" "" _moeperm_skbuild)  # pip install . (scikit-build-core)
+option(MOEPERM_PYTHON "Build the Python package (nanobind extension, pytest under label python)" ${_moeperm_skbuild})
 option(MOEPERM_INSTALL "Generate the install rules and the CMake package" ${PROJECT_IS_TOP_LEVEL})
 option(MOEPERM_WERROR "Treat warnings in moeperm's own code as errors (CI presets)" OFF)
 set(MOEPERM_SANITIZE "" CACHE STRING "Sanitizers for moeperm and its tests, e.g. address;undefined or thread")

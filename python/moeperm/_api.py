@@ -1,0 +1,211 @@
+"""The framework-neutral functions: DLPack tensors in, the input's framework out.
+
+Inputs reach the C++ operators without a copy (any strides, any storage offset). Outputs
+are allocated by the framework of the first tensor argument (``tokens`` /
+``permuted_tokens_grad``): PyTorch tensors on the same device, or NumPy arrays. Other
+DLPack producers on the CPU are viewed through ``numpy.from_dlpack`` (no copy) and get
+NumPy outputs. The operator validates everything (SPEC §5) before anything is allocated.
+"""
+
+import sys
+
+from . import _moeperm
+
+# The names the C++ binding asks its ``alloc`` callback for, and which input's dtype each
+# output takes (SPEC §2, §3); "int32" and "workspace" are fixed.
+_FORWARD_OUTPUTS = {"permuted_tokens": "tokens", "permuted_probs": "probs",
+                    "sorted_indices": "int32"}
+_GRAD_OUTPUTS = {"tokens_grad": "permuted_tokens_grad", "probs_grad": "permuted_probs_grad"}
+
+
+def _invalid(message):
+    """moeperm.InvalidArgumentError (a ValueError) with code 161002, as the operator raises."""
+    exc = _moeperm.InvalidArgumentError(message)
+    exc.code = 161002
+    return exc
+
+
+def _torch_module(x):
+    torch = sys.modules.get("torch")
+    return torch if torch is not None and isinstance(x, torch.Tensor) else None
+
+
+def _is_numpy(x):
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(x, np.ndarray)
+
+
+def _is_numpy_bfloat16(x):
+    # ml_dtypes.bfloat16 is a NumPy extension dtype: no DLPack or buffer-protocol export.
+    return x.dtype.name == "bfloat16" and x.dtype.itemsize == 2
+
+
+class _Call:
+    """The tensors of one call, prepared for the binding, and the output allocator."""
+
+    def __init__(self, api, primary_name, primary):
+        self.api = api
+        self.torch = _torch_module(primary)
+        self.bf16_views = 0
+        self.arrays = {}  # name -> prepared array (what the binding sees)
+        self.dtypes = {"int32": None}  # name -> framework dtype of an input
+        self.outputs = {}  # name -> array handed to the caller
+        if self.torch is None and not _is_numpy(primary):
+            primary = self._from_dlpack(primary_name, primary)
+        self.device = primary.device if self.torch is not None else None
+
+    def _from_dlpack(self, name, x):
+        if not hasattr(x, "__dlpack__"):
+            raise TypeError(f"{self.api}: {name} must be a PyTorch tensor, a NumPy array or an "
+                            f"object with __dlpack__, got {type(x).__name__}")
+        import numpy as np
+        try:
+            return np.from_dlpack(x)
+        except (BufferError, RuntimeError, TypeError, ValueError) as e:
+            raise TypeError(f"{self.api}: {name} ({type(x).__name__}) cannot be viewed as a "
+                            f"NumPy array ({e}); pass PyTorch tensors or NumPy arrays") from e
+
+    def add(self, index, name, x):
+        """Prepares input `name` (operand `index` of the binding) and returns it."""
+        if x is None:
+            self.dtypes[name] = None
+            return None
+        if _torch_module(x) is not None:
+            # A tensor that requires grad refuses DLPack export; the operator does not
+            # differentiate (moeperm.torch does, around it), so its data is all we need.
+            x = x.detach()
+        elif not _is_numpy(x):
+            x = self._from_dlpack(name, x)
+        self.dtypes[name] = x.dtype
+        if _is_numpy(x):
+            if _is_numpy_bfloat16(x):
+                import numpy as np
+                x = x.view(np.uint16)
+                self.bf16_views |= 1 << index
+            elif x.dtype.kind == "V" or x.dtype.num >= 256:
+                raise _invalid(f"{self.api}: {name} has dtype {x.dtype}, which is no moeperm "
+                               "element type (float32, float16, bfloat16, int8, bool, int32)")
+        self.arrays[name] = x
+        return x
+
+    def alloc_for(self, sources):
+        """The callback the binding allocates outputs with: alloc(name, shape) -> array."""
+        def alloc(name, shape):
+            if self.torch is not None:
+                torch = self.torch
+                if name == "workspace":
+                    return torch.empty(shape, dtype=torch.uint8, device=self.device)
+                source = sources[name]
+                dtype = torch.int32 if source == "int32" else self.dtypes[source]
+                out = torch.empty(shape, dtype=dtype, device=self.device)
+                self.outputs[name] = out
+                return out
+            import numpy as np
+            if name == "workspace":  # only CUDA plans ask for one
+                return np.empty(shape, dtype=np.uint8)
+            source = sources[name]
+            dtype = np.int32 if source == "int32" else self.dtypes[source]
+            out = np.empty(shape, dtype=dtype)
+            self.outputs[name] = out
+            return out.view(np.uint16) if _is_numpy_bfloat16(out) else out
+        return alloc
+
+    def stream(self):
+        """The current CUDA stream of the primary tensor's device, else 0."""
+        if self.torch is not None and self.device.type == "cuda":
+            return self.torch.cuda.current_stream(self.device).cuda_stream
+        return 0
+
+    def device_guard(self):
+        if self.torch is not None and self.device.type == "cuda":
+            return self.torch.cuda.device(self.device)
+        import contextlib
+        return contextlib.nullcontext()
+
+
+def _max_experts_per_token(routing_map):
+    """topK for a drop-less call without num_out_tokens: the most experts any token has."""
+    if routing_map.shape[0] == 0 or routing_map.shape[1] == 0:
+        return 0
+    torch = _torch_module(routing_map)
+    if torch is not None:
+        return int(torch.count_nonzero(routing_map, dim=1).max())
+    import numpy as np
+    return int(np.count_nonzero(np.asarray(routing_map), axis=1).max())
+
+
+def _resolve_num_out_tokens(api, tokens, routing_map, num_out_tokens, drop_and_pad):
+    if num_out_tokens is not None:
+        return int(num_out_tokens)
+    if drop_and_pad:
+        raise _invalid(f"{api}: num_out_tokens is required when drop_and_pad=True (it sets "
+                       "capacity = num_out_tokens // num_experts), got None")
+    if len(tokens.shape) != 2 or len(routing_map.shape) != 2:
+        return 0  # the operator reports the rank
+    return tokens.shape[0] * _max_experts_per_token(routing_map)
+
+
+def _wants_autograd(*tensors):
+    for t in tensors:
+        torch = _torch_module(t)
+        if torch is not None and t.requires_grad and torch.is_grad_enabled():
+            return True
+    return False
+
+
+def permute_with_routing_map(tokens, routing_map, probs=None, num_out_tokens=None,
+                             drop_and_pad=False):
+    """aclnnMoeTokenPermuteWithRoutingMap (SPEC §2).
+
+    tokens [T, H] (bfloat16, float16 or float32), routing_map [T, E] (bool or int8), probs
+    [T, E] (the dtype of tokens, or float32 with bfloat16 tokens) or None. num_out_tokens is
+    T*K drop-less (K = topK; None: the most experts any token selects) or E*C with
+    drop_and_pad (C = capacity; required).
+
+    Returns (permuted_tokens [R, H], permuted_probs [R] or None, sorted_indices [R] int32)
+    in the framework and on the device of `tokens`. PyTorch tensors that require grad are
+    differentiated through moeperm.torch.
+    """
+    if _wants_autograd(tokens, probs):
+        from . import torch as moeperm_torch
+        return moeperm_torch.permute_with_routing_map(tokens, routing_map, probs,
+                                                      num_out_tokens, drop_and_pad)
+    return _permute(tokens, routing_map, probs, num_out_tokens, drop_and_pad)
+
+
+def _permute(tokens, routing_map, probs, num_out_tokens, drop_and_pad):
+    api = "permute_with_routing_map"
+    call = _Call(api, "tokens", tokens)
+    x = call.add(0, "tokens", tokens)
+    m = call.add(1, "routing_map", routing_map)
+    p = call.add(2, "probs", probs)
+    n = _resolve_num_out_tokens(api, x, m, num_out_tokens, bool(drop_and_pad))
+    with call.device_guard():
+        _moeperm.permute(x, m, p, n, bool(drop_and_pad), call.alloc_for(_FORWARD_OUTPUTS),
+                         call.bf16_views, call.stream())
+    out = call.outputs
+    return out["permuted_tokens"], out.get("permuted_probs"), out["sorted_indices"]
+
+
+def permute_with_routing_map_grad(permuted_tokens_grad, permuted_probs_grad, sorted_indices,
+                                  routing_map, num_experts, num_tokens, drop_and_pad=False):
+    """aclnnMoeTokenPermuteWithRoutingMapGrad (SPEC §3).
+
+    permuted_tokens_grad G [R, H], permuted_probs_grad P [R] or None, sorted_indices S [R]
+    int32 as the forward returned it, routing_map M [T, E] (required with P), num_experts E,
+    num_tokens T.
+
+    Returns (tokens_grad [T, H] in the dtype of G, probs_grad [T, E] in the dtype of P, or
+    None without P) in the framework and on the device of `permuted_tokens_grad`.
+    """
+    api = "permute_with_routing_map_grad"
+    call = _Call(api, "permuted_tokens_grad", permuted_tokens_grad)
+    g = call.add(0, "permuted_tokens_grad", permuted_tokens_grad)
+    p = call.add(1, "permuted_probs_grad", permuted_probs_grad)
+    s = call.add(2, "sorted_indices", sorted_indices)
+    m = call.add(3, "routing_map", routing_map)
+    with call.device_guard():
+        _moeperm.permute_grad(g, p, s, m, int(num_experts), int(num_tokens), bool(drop_and_pad),
+                              call.alloc_for(_GRAD_OUTPUTS), call.bf16_views, call.stream())
+    out = call.outputs
+    return out["tokens_grad"], out.get("probs_grad")

@@ -1,0 +1,192 @@
+"""moeperm for PyTorch: autograd and torch.compile.
+
+``permute_with_routing_map(tokens, routing_map, probs=None, num_out_tokens=None,
+drop_and_pad=False)`` is differentiable in ``tokens`` and ``probs``; its backward is moeperm's
+Grad operator (aclnnMoeTokenPermuteWithRoutingMapGrad). ``moe_permute_with_probs(inp, probs,
+routing_map, num_out_tokens=-1)`` has the call shape of TransformerEngine's / MindSpeed's
+routing-map permute, for Megatron's fused-permute path.
+
+With PyTorch >= 2.4 both go through the custom operators ``torch.ops.moeperm.
+permute_with_routing_map`` and ``torch.ops.moeperm.permute_with_routing_map_grad``
+(``torch.library.custom_op`` with fake implementations and a registered autograd formula),
+so ``torch.compile(fullgraph=True)`` traces through them. ``PermuteWithRoutingMap`` is the
+same computation as a plain ``torch.autograd.Function`` (used on older PyTorch).
+
+The third output, ``sorted_indices``, is CANN's sortedIndices (SPEC §2), not
+TransformerEngine's row_id_map: pair it with an unpermute written for CANN's layout.
+"""
+
+from typing import Optional, Tuple
+
+import torch
+
+from . import _api
+
+__all__ = ["permute_with_routing_map", "permute_with_routing_map_grad",
+           "moe_permute_with_probs", "PermuteWithRoutingMap", "custom_ops_registered"]
+
+
+def _rows(num_tokens, num_experts, num_out_tokens, drop_and_pad):
+    """R, as the operator derives it (SPEC §2); for the fake (meta) implementations."""
+    n = max(num_out_tokens, 0)
+    if drop_and_pad:
+        return num_experts * (n // num_experts) if num_experts > 0 else 0
+    return num_tokens * (n // num_tokens) if num_tokens > 0 else 0
+
+
+def _save(ctx, tokens, routing_map, probs, sorted_indices, drop_and_pad):
+    ctx.save_for_backward(sorted_indices, routing_map)
+    ctx.num_tokens = tokens.shape[0]
+    ctx.hidden = tokens.shape[1]
+    ctx.num_experts = routing_map.shape[1]
+    ctx.drop_and_pad = drop_and_pad
+    ctx.tokens_dtype = tokens.dtype
+    ctx.has_probs = probs is not None
+    ctx.probs_dtype = probs.dtype if probs is not None else None
+
+
+def _backward(ctx, grad_tokens, grad_probs, grad_op):
+    """(grad of tokens, grad of probs) through moeperm's Grad operator.
+
+    grad_op(G, P, S, M, E, T, drop_and_pad) -> (tokens_grad, probs_grad or None).
+    """
+    sorted_indices, routing_map = ctx.saved_tensors
+    need_tokens, need_probs = ctx.needs_input_grad[0], ctx.has_probs and ctx.needs_input_grad[2]
+    if not (need_tokens or need_probs):
+        return None, None
+    if grad_tokens is None:
+        # Only permuted_probs reached the loss: G is zero. A stride-0 view costs no memory;
+        # the operator accepts any strides.
+        grad_tokens = torch.zeros((), dtype=ctx.tokens_dtype, device=sorted_indices.device)
+        grad_tokens = grad_tokens.expand(sorted_indices.shape[0], ctx.hidden)
+    p = grad_probs if need_probs else None
+    tokens_grad, probs_grad = grad_op(grad_tokens, p, sorted_indices, routing_map,
+                                      ctx.num_experts, ctx.num_tokens, ctx.drop_and_pad)
+    if need_probs and p is None:
+        # permuted_probs did not reach the loss: its gradient, and so probs', is zero.
+        probs_grad = torch.zeros((ctx.num_tokens, ctx.num_experts), dtype=ctx.probs_dtype,
+                                 device=sorted_indices.device)
+    return (tokens_grad if need_tokens else None), (probs_grad if need_probs else None)
+
+
+class PermuteWithRoutingMap(torch.autograd.Function):
+    """The forward as an autograd.Function: apply(tokens, routing_map, probs, num_out_tokens,
+    drop_and_pad) -> (permuted_tokens, permuted_probs or None, sorted_indices)."""
+
+    @staticmethod
+    def forward(ctx, tokens, routing_map, probs, num_out_tokens, drop_and_pad):
+        permuted, permuted_probs, sorted_indices = _api._permute(
+            tokens, routing_map, probs, num_out_tokens, drop_and_pad)
+        ctx.mark_non_differentiable(sorted_indices)
+        _save(ctx, tokens, routing_map, probs, sorted_indices, drop_and_pad)
+        return permuted, permuted_probs, sorted_indices
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_tokens, grad_probs, _grad_indices):
+        tokens_grad, probs_grad = _backward(ctx, grad_tokens, grad_probs,
+                                            _api.permute_with_routing_map_grad)
+        return tokens_grad, None, probs_grad, None, None
+
+
+def custom_ops_registered():
+    """Whether torch.ops.moeperm.* exist (PyTorch >= 2.4: torch.library.custom_op)."""
+    return _CUSTOM_OPS
+
+
+_CUSTOM_OPS = hasattr(torch.library, "custom_op") and hasattr(torch.library, "register_fake")
+
+if _CUSTOM_OPS:
+    # Custom operators cannot return None: an absent probs output is an empty tensor here
+    # and None again in the functional wrappers.
+
+    @torch.library.custom_op("moeperm::permute_with_routing_map", mutates_args=())
+    def _permute_op(tokens: torch.Tensor, routing_map: torch.Tensor,
+                    probs: Optional[torch.Tensor], num_out_tokens: int,
+                    drop_and_pad: bool) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        permuted, permuted_probs, sorted_indices = _api._permute(
+            tokens, routing_map, probs, num_out_tokens, drop_and_pad)
+        if permuted_probs is None:
+            permuted_probs = tokens.new_empty(0)
+        return permuted, permuted_probs, sorted_indices
+
+    @_permute_op.register_fake
+    def _permute_fake(tokens, routing_map, probs, num_out_tokens, drop_and_pad):
+        rows = _rows(tokens.shape[0], routing_map.shape[1], num_out_tokens, drop_and_pad)
+        return (tokens.new_empty((rows, tokens.shape[1])),
+                probs.new_empty((rows,)) if probs is not None else tokens.new_empty(0),
+                tokens.new_empty((rows,), dtype=torch.int32))
+
+    @torch.library.custom_op("moeperm::permute_with_routing_map_grad", mutates_args=())
+    def _grad_op(permuted_tokens_grad: torch.Tensor, permuted_probs_grad: Optional[torch.Tensor],
+                 sorted_indices: torch.Tensor, routing_map: Optional[torch.Tensor],
+                 num_experts: int, num_tokens: int,
+                 drop_and_pad: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+        tokens_grad, probs_grad = _api.permute_with_routing_map_grad(
+            permuted_tokens_grad, permuted_probs_grad, sorted_indices, routing_map, num_experts,
+            num_tokens, drop_and_pad)
+        if probs_grad is None:
+            probs_grad = permuted_tokens_grad.new_empty(0)
+        return tokens_grad, probs_grad
+
+    @_grad_op.register_fake
+    def _grad_fake(permuted_tokens_grad, permuted_probs_grad, sorted_indices, routing_map,
+                   num_experts, num_tokens, drop_and_pad):
+        g = permuted_tokens_grad
+        return (g.new_empty((num_tokens, g.shape[1])),
+                permuted_probs_grad.new_empty((num_tokens, num_experts))
+                if permuted_probs_grad is not None else g.new_empty(0))
+
+    def _grad_via_op(g, p, s, m, num_experts, num_tokens, drop_and_pad):
+        tokens_grad, probs_grad = _grad_op(g, p, s, m, num_experts, num_tokens, drop_and_pad)
+        return tokens_grad, (probs_grad if p is not None else None)
+
+    def _setup_context(ctx, inputs, output):
+        tokens, routing_map, probs, _num_out_tokens, drop_and_pad = inputs
+        _save(ctx, tokens, routing_map, probs, output[2], drop_and_pad)
+
+    def _op_backward(ctx, grad_tokens, grad_probs, _grad_indices):
+        tokens_grad, probs_grad = _backward(ctx, grad_tokens, grad_probs, _grad_via_op)
+        return tokens_grad, None, probs_grad, None, None
+
+    _permute_op.register_autograd(_op_backward, setup_context=_setup_context)
+
+
+def permute_with_routing_map(tokens, routing_map, probs=None, num_out_tokens=None,
+                             drop_and_pad=False):
+    """Differentiable aclnnMoeTokenPermuteWithRoutingMap (SPEC §2), torch_npu's call shape.
+
+    Returns (permuted_tokens [R, H], permuted_probs [R] or None, sorted_indices [R] int32).
+    num_out_tokens None (drop-less only) is T times the most experts any token selects;
+    computing it reads the routing map, so under torch.compile pass it explicitly.
+    """
+    n = _api._resolve_num_out_tokens("permute_with_routing_map", tokens, routing_map,
+                                     num_out_tokens, bool(drop_and_pad))
+    if not _CUSTOM_OPS:
+        return PermuteWithRoutingMap.apply(tokens, routing_map, probs, n, bool(drop_and_pad))
+    permuted, permuted_probs, sorted_indices = _permute_op(tokens, routing_map, probs, n,
+                                                           bool(drop_and_pad))
+    return permuted, (permuted_probs if probs is not None else None), sorted_indices
+
+
+def moe_permute_with_probs(inp, probs, routing_map, num_out_tokens=-1, drop_and_pad=False):
+    """TransformerEngine's / MindSpeed's moe_permute_with_probs (routing-map variant).
+
+    Returns (permuted_tokens, permuted_probs, sorted_indices). num_out_tokens < 0 (the
+    default, -1) means no token is dropped, as in TransformerEngine.
+    """
+    if num_out_tokens is not None and num_out_tokens < 0:
+        num_out_tokens = None
+    return permute_with_routing_map(inp, routing_map, probs, num_out_tokens, drop_and_pad)
+
+
+def permute_with_routing_map_grad(permuted_tokens_grad, permuted_probs_grad, sorted_indices,
+                                  routing_map, num_experts, num_tokens, drop_and_pad=False):
+    """aclnnMoeTokenPermuteWithRoutingMapGrad (SPEC §3) as a traceable operator (not itself
+    differentiable). Returns (tokens_grad, probs_grad or None)."""
+    if not _CUSTOM_OPS:
+        return _api.permute_with_routing_map_grad(permuted_tokens_grad, permuted_probs_grad,
+                                                  sorted_indices, routing_map, num_experts,
+                                                  num_tokens, drop_and_pad)
+    return _grad_via_op(permuted_tokens_grad, permuted_probs_grad, sorted_indices, routing_map,
+                        int(num_experts), int(num_tokens), bool(drop_and_pad))
