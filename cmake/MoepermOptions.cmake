@@ -6,6 +6,15 @@ option(MOEPERM_PYTHON "Build the Python package (nanobind extension, pytest unde
 option(MOEPERM_INSTALL "Generate the install rules and the CMake package" ${PROJECT_IS_TOP_LEVEL})
 option(MOEPERM_WERROR "Treat warnings in moeperm's own code as errors (CI presets)" OFF)
 set(MOEPERM_SANITIZE "" CACHE STRING "Sanitizers for moeperm and its tests, e.g. address;undefined or thread")
+option(MOEPERM_FUZZ "Build the libFuzzer harness (clang): coverage-instrument moeperm, add the fuzz_bounded test" OFF)
+set(MOEPERM_FUZZ_SECONDS 45 CACHE STRING "How long the fuzz_bounded test fuzzes, in seconds")
+if(MOEPERM_FUZZ AND NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  message(FATAL_ERROR "MOEPERM_FUZZ=ON needs clang (libFuzzer); use the fuzz preset")
+endif()
+set(MOEPERM_CUDA AUTO CACHE STRING "The CUDA backend: AUTO (when nvcc is found), ON (required) or OFF")
+set_property(CACHE MOEPERM_CUDA PROPERTY STRINGS AUTO ON OFF)
+set(MOEPERM_CUDA_ARCHITECTURES "80-real;90-real;90-virtual" CACHE STRING
+    "CUDA architectures of the CUDA backend (default: sm_80, sm_90 and PTX for newer GPUs)")
 option(BUILD_SHARED_LIBS "Build libmoeperm as a shared library" ON)
 
 if(PROJECT_IS_TOP_LEVEL AND NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
@@ -15,5 +24,5 @@ endif()
 function(moeperm_print_summary)
   message(STATUS "moeperm ${PROJECT_VERSION}: build type ${CMAKE_BUILD_TYPE}, shared ${BUILD_SHARED_LIBS}, "
                  "tests ${MOEPERM_BUILD_TESTS}, examples ${MOEPERM_BUILD_EXAMPLES}, "
-                 "werror ${MOEPERM_WERROR}, sanitize '${MOEPERM_SANITIZE}'")
+                 "werror ${MOEPERM_WERROR}, sanitize '${MOEPERM_SANITIZE}', cuda ${MOEPERM_HAVE_CUDA}")
 endfunction()

@@ -22,7 +22,8 @@ struct BackendOps {
   BackendId id;
   bool (*supports)(const Plan &plan);
   // Adds the backend's workspace slots to plan.workspace (plan.ws_slot records their ids).
-  void (*prepare)(Plan &plan);
+  // Fails only where sizing needs a resource that is missing (the CUDA backend: a GPU).
+  Status (*prepare)(Plan &plan);
   // Runs synchronously. `workspace` is aligned to WorkspaceLayout::kAlignment and holds
   // plan.workspace.total() bytes. Must validate data-dependent rules before any write
   // (Note [Index validation]).

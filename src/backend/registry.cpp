@@ -35,8 +35,7 @@ Status select_backend(Plan &plan, Backend requested) {
                           "it (MOEPERM_CUDA=OFF, or nvcc was not found)");
     plan.backend = BackendId::cuda;
     plan.workspace = WorkspaceLayout{};
-    cuda->prepare(plan);
-    return Status::success();
+    return cuda->prepare(plan);
   }
   if (requested == Backend::automatic) {
     if (const char *env = std::getenv("MOEPERM_BACKEND"); env && *env) {
@@ -65,8 +64,7 @@ Status select_backend(Plan &plan, Backend requested) {
   if (!chosen) chosen = &kReferenceBackend;
   plan.backend = chosen->id;
   plan.workspace = WorkspaceLayout{};
-  chosen->prepare(plan);
-  return Status::success();
+  return chosen->prepare(plan);
 }
 
 Status check_buffers(const Plan &plan, const Buffers &b) {
@@ -122,13 +120,12 @@ Status execute(const Plan &plan, const Buffers &buffers, void *workspace,
 }
 
 Status execute_on_stream(const Plan &plan, const Buffers &buffers, void *workspace,
-                         uint64_t workspace_bytes, void *stream) {
+                         uint64_t workspace_bytes, void *stream, DeviceErrorSink sink) {
   const BackendOps &ops = backend_ops(plan.backend);
   if (!ops.run_on_stream) return execute(plan, buffers, workspace, workspace_bytes);
   MOEPERM_TRY(check_buffers(plan, buffers));
   MOEPERM_TRY(check_workspace(plan, workspace, workspace_bytes));
-  return ops.run_on_stream(plan, buffers, aligned_workspace(plan, workspace), stream,
-                           DeviceErrorSink{});
+  return ops.run_on_stream(plan, buffers, aligned_workspace(plan, workspace), stream, sink);
 }
 
 }  // namespace moeperm::detail

@@ -27,7 +27,7 @@ Status check_workspace(const Plan &plan, const void *workspace, uint64_t workspa
 // Runs a plan on a CUDA stream (cudaStream_t as void*): the CUDA backend enqueues, waits for
 // the stream and reports device-side data errors; a host plan ignores the stream.
 Status execute_on_stream(const Plan &plan, const Buffers &buffers, void *workspace,
-                         uint64_t workspace_bytes, void *stream);
+                         uint64_t workspace_bytes, void *stream, DeviceErrorSink sink = {});
 
 // The CUDA backend, or null when moeperm was built without it.
 const BackendOps *cuda_backend_ops();
@@ -36,6 +36,8 @@ inline bool cuda_backend_built() { return cuda_backend_ops() != nullptr; }
 int cuda_device_count();
 
 // Bytes the caller must provide: the layout plus slack to realign any base address.
-inline uint64_t workspace_bytes(const Plan &plan) { return plan.workspace.required_with_slack(); }
+inline uint64_t workspace_bytes(const Plan &plan) {
+  return plan.internal_workspace ? 0 : plan.workspace.required_with_slack();
+}
 
 }  // namespace moeperm::detail

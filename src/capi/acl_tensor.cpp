@@ -3,6 +3,8 @@
 #include <atomic>
 #include <new>
 
+#include "capi/enum_value.hpp"
+#include "capi/fault_injection.hpp"
 #include "capi/last_error.hpp"
 #include "core/checked_math.hpp"
 #include "core/status.hpp"
@@ -37,12 +39,14 @@ extern "C" ACL_FUNC_VISIBILITY aclTensor *aclCreateTensor(
         "aclCreateTensor: viewDims and storageDims must not be null when their count is > 0");
     return nullptr;
   }
-  auto *t = new (std::nothrow) aclTensor;
+  auto *t = moeperm::capi::fault_fires(MOEPERM_FAULT_CREATE_TENSOR) ? nullptr
+                                                                    : new (std::nothrow) aclTensor;
   if (!t) {
     set_last_error("aclCreateTensor: out of host memory");
     return nullptr;
   }
-  t->desc.dtype = static_cast<moeperm::DType>(dataType);
+  // Any int a C caller passed: the operators reject the dtypes they do not take.
+  t->desc.dtype = static_cast<moeperm::DType>(moeperm::capi::enum_value(dataType));
   t->desc.shape.assign(viewDims, viewDims + viewDimsNum);
   if (stride) t->desc.strides.assign(stride, stride + viewDimsNum);
   t->desc.offset = offset;
@@ -61,7 +65,7 @@ extern "C" ACL_FUNC_VISIBILITY aclTensor *aclCreateTensor(
     t->desc.storage_elements = n;
   }
   t->data = tensorData;
-  t->format = format;
+  t->format = moeperm::capi::enum_value(format);
   ++moeperm::capi::g_live_tensors;
   return t;
 }

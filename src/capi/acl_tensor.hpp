@@ -7,7 +7,7 @@
 struct aclTensor {
   moeperm::TensorDesc desc;  // view dims, strides and offset in elements; storage size
   void *data = nullptr;      // storage base (element 0 of the allocation)
-  aclFormat format = ACL_FORMAT_ND;
+  int32_t format = ACL_FORMAT_ND;  // as passed (C callers may pass any int; see enum_value.hpp)
 };
 
 namespace moeperm::capi {

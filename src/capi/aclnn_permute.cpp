@@ -2,9 +2,12 @@
 // the core. No logic lives here; no exception crosses the C ABI.
 #include <aclnnop/aclnn_moe_token_permute_with_routing_map.h>
 
+#include <new>
+
 #include "capi/acl_tensor.hpp"
 #include "capi/executor.hpp"
 #include "capi/last_error.hpp"
+#include "capi/runtime.hpp"
 #include "core/messages.hpp"
 #include "core/operands.hpp"
 
@@ -28,12 +31,14 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSi
                               desc_of(permuteProbsOutOptional),
                               desc_of(sortedIndicesOut)};
   detail::Plan plan;
-  if (detail::Status s = detail::make_permute_plan(ops, Backend::automatic, &plan); !s.ok())
+  if (detail::Status s = detail::make_permute_plan(ops, capi::operator_backend(), &plan); !s.ok())
     return capi::report(s);
   detail::Buffers buffers{
       data_of(tokens),        data_of(permuteTokensOut),        data_of(routingMap),
       data_of(probsOptional), data_of(permuteProbsOutOptional), data_of(sortedIndicesOut)};
   return capi::finish_first_phase(plan, buffers, workspaceSize, executor);
+} catch (const std::bad_alloc &) {
+  return capi::report(detail::out_of_memory("aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSize"));
 } catch (const std::exception &e) {
   return capi::report(
       detail::internal_error("aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSize", e.what()));
@@ -44,6 +49,8 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnMoeTokenPermuteWithRoutingMap(void *workspa
                                                                    aclOpExecutor *executor,
                                                                    aclrtStream stream) try {
   return capi::second_phase(detail::Op::permute, workspace, workspaceSize, executor, stream);
+} catch (const std::bad_alloc &) {
+  return capi::report(detail::out_of_memory("aclnnMoeTokenPermuteWithRoutingMap"));
 } catch (const std::exception &e) {
   return capi::report(detail::internal_error("aclnnMoeTokenPermuteWithRoutingMap", e.what()));
 }

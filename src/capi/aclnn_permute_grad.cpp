@@ -2,9 +2,12 @@
 // then the core. No logic lives here; no exception crosses the C ABI.
 #include <aclnnop/aclnn_moe_token_permute_with_routing_map_grad.h>
 
+#include <new>
+
 #include "capi/acl_tensor.hpp"
 #include "capi/executor.hpp"
 #include "capi/last_error.hpp"
+#include "capi/runtime.hpp"
 #include "core/messages.hpp"
 #include "core/operands.hpp"
 
@@ -29,7 +32,7 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspa
                                   desc_of(tokensGradOut),
                                   desc_of(probsGradOutOptional)};
   detail::Plan plan;
-  if (detail::Status s = detail::make_permute_grad_plan(ops, Backend::automatic, &plan); !s.ok())
+  if (detail::Status s = detail::make_permute_grad_plan(ops, capi::operator_backend(), &plan); !s.ok())
     return capi::report(s);
   detail::Buffers buffers{data_of(tokensGradOut),
                           data_of(permutedTokenOutputGrad),
@@ -38,6 +41,8 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspa
                           data_of(permutedProbsOutputGradOptional),
                           data_of(sortedIndices)};
   return capi::finish_first_phase(plan, buffers, workspaceSize, executor);
+} catch (const std::bad_alloc &) {
+  return capi::report(detail::out_of_memory("aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspaceSize"));
 } catch (const std::exception &e) {
   return capi::report(
       detail::internal_error("aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspaceSize", e.what()));
@@ -48,6 +53,8 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnMoeTokenPermuteWithRoutingMapGrad(void *wor
                                                                        aclOpExecutor *executor,
                                                                        aclrtStream stream) try {
   return capi::second_phase(detail::Op::permute_grad, workspace, workspaceSize, executor, stream);
+} catch (const std::bad_alloc &) {
+  return capi::report(detail::out_of_memory("aclnnMoeTokenPermuteWithRoutingMapGrad"));
 } catch (const std::exception &e) {
   return capi::report(detail::internal_error("aclnnMoeTokenPermuteWithRoutingMapGrad", e.what()));
 }

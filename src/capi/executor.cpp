@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "backend/registry.hpp"
+#include "capi/fault_injection.hpp"
 #include "capi/last_error.hpp"
 #include "capi/stream.hpp"
 #include "core/messages.hpp"
@@ -52,6 +53,7 @@ aclnnStatus finish_first_phase(const detail::Plan &plan, const detail::Buffers &
   if (!workspace_size) return report(detail::null_argument(plan.api(), "workspaceSize"));
   if (!executor) return report(detail::null_argument(plan.api(), "executor"));
   if (detail::Status s = detail::check_buffers(plan, buffers); !s.ok()) return report(s);
+  if (fault_fires(MOEPERM_FAULT_EXECUTOR)) throw std::bad_alloc();  // as make_unique would
   auto e = std::make_unique<Executor>();
   e->plan = plan;
   e->buffers = buffers;
@@ -76,6 +78,8 @@ aclnnStatus second_phase(detail::Op op, void *workspace, uint64_t workspace_size
   // Workspace errors are visible now, whatever the stream: report them from this phase.
   if (detail::Status s = detail::check_workspace(e->plan, workspace, workspace_size); !s.ok())
     return report(s);
+  if (e->plan.backend == detail::BackendId::cuda)
+    return report(submit_to_gpu(stream, e->plan, e->buffers, workspace, workspace_size));
   std::shared_ptr<Executor> owned(std::move(e));
   return report(submit(stream, [owned, workspace, workspace_size] {
     return detail::execute(owned->plan, owned->buffers, workspace, workspace_size);

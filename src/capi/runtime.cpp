@@ -1,4 +1,4 @@
-// The CANN runtime subset of SPEC §6 on the CPU device.
+// The CANN runtime subset of SPEC §6, on the CPU device or a CUDA GPU (Note [Devices]).
 #include "capi/runtime.hpp"
 
 #include <acl/acl.h>
@@ -7,30 +7,60 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <string>
 
+#include "backend/registry.hpp"
 #include "capi/acl_tensor.hpp"
+#include "capi/enum_value.hpp"
 #include "capi/executor.hpp"
+#include "capi/fault_injection.hpp"
 #include "capi/last_error.hpp"
 #include "capi/stream.hpp"
 #include "core/status.hpp"
+#include "cuda/cuda_runtime.hpp"
 
 namespace moeperm::capi {
 namespace {
 
 std::mutex g_mu;
 bool g_initialized = false;
-std::map<uintptr_t, size_t> &allocations() {  // base -> size
-  static std::map<uintptr_t, size_t> m;
+DeviceKind g_device = DeviceKind::cpu;  // guarded by g_mu
+
+struct Allocation {
+  size_t size;
+  DeviceKind kind;
+};
+std::map<uintptr_t, Allocation> &allocations() {  // base -> size and device
+  static std::map<uintptr_t, Allocation> m;
   return m;
 }
 
-size_t device_bytes_from_locked(const void *p) {
+// The allocation holding p, or null.
+const std::pair<const uintptr_t, Allocation> *find_locked(const void *p) {
   const auto addr = reinterpret_cast<uintptr_t>(p);
   auto it = allocations().upper_bound(addr);
-  if (it == allocations().begin()) return 0;
+  if (it == allocations().begin()) return nullptr;
   --it;
-  if (addr >= it->first + it->second) return 0;
-  return it->first + it->second - addr;
+  if (addr >= it->first + it->second.size) return nullptr;
+  return &*it;
+}
+
+size_t device_bytes_from_locked(const void *p) {
+  const auto *a = find_locked(p);
+  return a ? a->first + a->second.size - reinterpret_cast<uintptr_t>(p) : 0;
+}
+
+gpu::CopyKind copy_kind(int kind) {
+  switch (kind) {
+    case ACL_MEMCPY_HOST_TO_DEVICE: return gpu::CopyKind::host_to_device;
+    case ACL_MEMCPY_DEVICE_TO_HOST: return gpu::CopyKind::device_to_host;
+    case ACL_MEMCPY_DEVICE_TO_DEVICE: return gpu::CopyKind::device_to_device;
+    default: return gpu::CopyKind::host_to_host;
+  }
+}
+
+aclError report_status(const detail::Status &s) {
+  return report_acl(ACL_ERROR_RT_FAILURE, s.message);
 }
 
 const char *kind_name(int kind) {
@@ -67,6 +97,21 @@ aclError check_side(const char *api, const char *arg, const void *p, size_t coun
 size_t device_bytes_from(const void *p) {
   std::lock_guard lock(g_mu);
   return device_bytes_from_locked(p);
+}
+
+DeviceKind allocation_kind(const void *p) {
+  std::lock_guard lock(g_mu);
+  const auto *a = find_locked(p);
+  return a ? a->second.kind : DeviceKind::cpu;
+}
+
+DeviceKind current_device() {
+  std::lock_guard lock(g_mu);
+  return g_device;
+}
+
+Backend operator_backend() {
+  return current_device() == DeviceKind::cuda ? Backend::cuda : Backend::automatic;
 }
 
 int64_t live_allocations() {
@@ -109,24 +154,58 @@ ACL_FUNC_VISIBILITY aclError aclFinalize(void) {
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtSetDevice(int32_t deviceId) {
-  if (deviceId != 0)
-    return report_acl(ACL_ERROR_INVALID_DEVICE,
-                      cat("aclrtSetDevice: deviceId must be 0 (the CPU device), got ", deviceId));
+  const char *env = std::getenv("MOEPERM_DEVICE");
+  const std::string choice = env ? env : "";
+  if (!choice.empty() && choice != "cpu" && choice != "cuda" && choice != "auto")
+    return report_acl(
+        ACL_ERROR_INVALID_DEVICE,
+        cat("aclrtSetDevice: MOEPERM_DEVICE must be cpu, cuda or auto, got '", choice, "'"));
+  const int gpus = choice == "cpu" ? 0 : moeperm::detail::cuda_device_count();
+  if (choice == "cuda" && gpus == 0)
+    return report_acl(
+        ACL_ERROR_INVALID_DEVICE,
+        moeperm::detail::cuda_backend_built()
+            ? "aclrtSetDevice: MOEPERM_DEVICE=cuda, but the CUDA driver reports no GPU"
+            : "aclrtSetDevice: MOEPERM_DEVICE=cuda, but this moeperm was built "
+              "without CUDA (MOEPERM_CUDA=OFF, or nvcc was not found)");
+  const bool cuda = gpus > 0;
+  if (!cuda) {
+    if (deviceId != 0)
+      return report_acl(ACL_ERROR_INVALID_DEVICE,
+                        cat("aclrtSetDevice: deviceId must be 0 (the CPU device), got ", deviceId));
+  } else {
+    if (deviceId < 0 || deviceId >= gpus)
+      return report_acl(ACL_ERROR_INVALID_DEVICE, cat("aclrtSetDevice: deviceId must be in [0, ",
+                                                      gpus, ") (the CUDA GPUs), got ", deviceId));
+    if (moeperm::detail::Status s = moeperm::gpu::set_device(deviceId); !s.ok())
+      return report_acl(ACL_ERROR_INVALID_DEVICE, "aclrtSetDevice: " + s.message);
+  }
+  std::lock_guard lock(mc::g_mu);
+  mc::g_device = cuda ? mc::DeviceKind::cuda : mc::DeviceKind::cpu;
   return ACL_SUCCESS;
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtResetDevice(int32_t deviceId) {
-  if (deviceId != 0)
+  const bool cuda = mc::current_device() == mc::DeviceKind::cuda;
+  const int devices = cuda ? moeperm::detail::cuda_device_count() : 1;
+  if (deviceId < 0 || deviceId >= devices)
     return report_acl(ACL_ERROR_INVALID_DEVICE,
-                      cat("aclrtResetDevice: deviceId must be 0 (the CPU device), got ", deviceId));
+                      cat("aclrtResetDevice: deviceId must be ",
+                          cuda ? "a CUDA GPU in [0, " : "0 (the CPU device) in [0, ", devices,
+                          "), got ", deviceId));
   mc::wait_all();
+  if (cuda)
+    if (moeperm::detail::Status s = moeperm::gpu::device_synchronize(); !s.ok())
+      return mc::report_status(s);
   return ACL_SUCCESS;
 }
 
 ACL_FUNC_VISIBILITY aclError aclrtGetDeviceCount(uint32_t *count) {
   if (!count)
     return report_acl(ACL_ERROR_INVALID_PARAM, "aclrtGetDeviceCount: count must not be null");
-  *count = 1;
+  const int gpus =
+      mc::current_device() == mc::DeviceKind::cuda ? moeperm::detail::cuda_device_count() : 0;
+  *count = gpus > 0 ? static_cast<uint32_t>(gpus) : 1u;
   return ACL_SUCCESS;
 }
 
@@ -149,20 +228,31 @@ ACL_FUNC_VISIBILITY aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMal
   if (!devPtr) return report_acl(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: devPtr must not be null");
   *devPtr = nullptr;
   if (size == 0) return report_acl(ACL_ERROR_INVALID_PARAM, "aclrtMalloc: size must be > 0, got 0");
-  if (static_cast<int>(policy) < ACL_MEM_MALLOC_HUGE_FIRST ||
-      static_cast<int>(policy) > ACL_MEM_MALLOC_NORMAL_ONLY_P2P)
+  if (mc::enum_value(policy) < ACL_MEM_MALLOC_HUGE_FIRST ||
+      mc::enum_value(policy) > ACL_MEM_MALLOC_NORMAL_ONLY_P2P)
     return report_acl(ACL_ERROR_INVALID_PARAM,
                       cat("aclrtMalloc: policy must be an aclrtMemMallocPolicy (0..5), got ",
-                          static_cast<int>(policy)));
+                          mc::enum_value(policy)));
   const size_t rounded =
       (size + mc::kDeviceAlignment - 1) / mc::kDeviceAlignment * mc::kDeviceAlignment;
   if (rounded < size)
     return report_acl(ACL_ERROR_BAD_ALLOC, cat("aclrtMalloc: cannot allocate ", size, " bytes"));
-  void *p = std::aligned_alloc(mc::kDeviceAlignment, rounded);
+  const mc::DeviceKind device = mc::current_device();
+  void *p = nullptr;
+  if (moeperm::capi::fault_fires(MOEPERM_FAULT_ACLRT_MALLOC)) {
+    p = nullptr;
+  } else if (device == mc::DeviceKind::cuda) {
+    // cudaMalloc aligns to at least 256 bytes; kDeviceAlignment (512) is a CPU-side promise.
+    if (moeperm::detail::Status s = moeperm::gpu::malloc(&p, size); !s.ok())
+      return report_acl(ACL_ERROR_BAD_ALLOC,
+                        cat("aclrtMalloc: cannot allocate ", size, " bytes: ", s.message));
+  } else {
+    p = std::aligned_alloc(mc::kDeviceAlignment, rounded);
+  }
   if (!p)
     return report_acl(ACL_ERROR_BAD_ALLOC, cat("aclrtMalloc: cannot allocate ", size, " bytes"));
   std::lock_guard lock(mc::g_mu);
-  mc::allocations()[reinterpret_cast<uintptr_t>(p)] = size;
+  mc::allocations()[reinterpret_cast<uintptr_t>(p)] = mc::Allocation{size, device};
   *devPtr = p;
   return ACL_SUCCESS;
 }
@@ -171,13 +261,23 @@ ACL_FUNC_VISIBILITY aclError aclrtFree(void *devPtr) {
   if (!devPtr) return report_acl(ACL_ERROR_INVALID_PARAM, "aclrtFree: devPtr must not be null");
   // Work still queued may use the memory: let it finish first.
   mc::wait_all();
+  mc::DeviceKind kind;
   {
     std::lock_guard lock(mc::g_mu);
-    if (mc::allocations().erase(reinterpret_cast<uintptr_t>(devPtr)) == 0)
+    auto it = mc::allocations().find(reinterpret_cast<uintptr_t>(devPtr));
+    if (it == mc::allocations().end())
       return report_acl(ACL_ERROR_INVALID_PARAM,
                         "aclrtFree: devPtr is not the start of a live aclrtMalloc allocation");
+    kind = it->second.kind;
+    mc::allocations().erase(it);
   }
-  std::free(devPtr);
+  if (kind == mc::DeviceKind::cuda) {
+    // cudaFree waits for the device, so kernels still using the memory finish first.
+    if (moeperm::detail::Status s = moeperm::gpu::free(devPtr); !s.ok())
+      return mc::report_status(s);
+  } else {
+    std::free(devPtr);
+  }
   return ACL_SUCCESS;
 }
 
@@ -202,7 +302,7 @@ ACL_FUNC_VISIBILITY aclError aclrtFreeHost(void *hostPtr) {
 ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count,
                                          aclrtMemcpyKind kind) {
   constexpr const char *api = "aclrtMemcpy";
-  const int k = static_cast<int>(kind);
+  const int k = mc::enum_value(kind);
   if (k < ACL_MEMCPY_HOST_TO_HOST || k > ACL_MEMCPY_DEVICE_TO_DEVICE)
     return report_acl(ACL_ERROR_INVALID_PARAM,
                       cat(api, ": kind must be an aclrtMemcpyKind (0..3), got ", k));
@@ -217,6 +317,15 @@ ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void *dst, size_t destMax, const void *
   if (aclError e = mc::check_side(api, "dst", dst, count, dst_dev, k)) return e;
   if (aclError e = mc::check_side(api, "src", src, count, src_dev, k)) return e;
   mc::wait_all();
+  const bool on_gpu = (dst_dev && mc::allocation_kind(dst) == mc::DeviceKind::cuda) ||
+                      (src_dev && mc::allocation_kind(src) == mc::DeviceKind::cuda);
+  if (on_gpu) {
+    // Blocking streams: cudaMemcpy waits for the work already enqueued on them.
+    if (moeperm::detail::Status s = moeperm::gpu::memcpy(dst, src, count, mc::copy_kind(k));
+        !s.ok())
+      return mc::report_status(s);
+    return ACL_SUCCESS;
+  }
   std::memmove(dst, src, count);
   return ACL_SUCCESS;
 }
@@ -232,12 +341,18 @@ ACL_FUNC_VISIBILITY aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t 
   if (aclError e = mc::check_side(api, "devPtr", devPtr, count, true, ACL_MEMCPY_HOST_TO_DEVICE))
     return e;
   mc::wait_all();
+  if (mc::allocation_kind(devPtr) == mc::DeviceKind::cuda) {
+    if (moeperm::detail::Status s = moeperm::gpu::memset(devPtr, value, count); !s.ok())
+      return mc::report_status(s);
+    return ACL_SUCCESS;
+  }
   std::memset(devPtr, value, count);
   return ACL_SUCCESS;
 }
 
 ACL_FUNC_VISIBILITY size_t aclDataTypeSize(aclDataType dataType) {
-  return static_cast<size_t>(moeperm::element_size(static_cast<moeperm::DType>(dataType)));
+  return static_cast<size_t>(
+      moeperm::element_size(static_cast<moeperm::DType>(mc::enum_value(dataType))));
 }
 
 }  // extern "C"

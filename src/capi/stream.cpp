@@ -2,9 +2,14 @@
 
 #include <new>
 #include <set>
+#include <system_error>
 
+#include "backend/registry.hpp"
+#include "capi/fault_injection.hpp"
 #include "capi/last_error.hpp"
+#include "capi/runtime.hpp"
 #include "core/messages.hpp"
+#include "cuda/cuda_runtime.hpp"
 
 namespace moeperm::capi {
 namespace {
@@ -24,13 +29,24 @@ bool is_live(Stream *s) {
 
 Stream::Stream() : worker_([this] { serve(); }) {}
 
+Stream::Stream(void *cuda_stream) : cuda_(cuda_stream) {}
+
 Stream::~Stream() {
+  if (cuda_) {
+    (void)gpu::stream_destroy(cuda_);  // the destroy call synchronized it already
+    return;
+  }
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
   work_cv_.notify_all();
   worker_.join();
+}
+
+void Stream::record_failure(detail::Status failure) {
+  std::lock_guard lock(mu_);
+  if (first_error_.ok()) first_error_ = std::move(failure);
 }
 
 void Stream::enqueue(Task task) {
@@ -42,12 +58,23 @@ void Stream::enqueue(Task task) {
 }
 
 detail::Status Stream::synchronize() {
+  if (cuda_) {
+    // Callbacks enqueued before this point have run when the stream is synchronized.
+    detail::Status device = gpu::stream_synchronize(cuda_);
+    std::lock_guard lock(mu_);
+    detail::Status data = std::exchange(first_error_, detail::Status::success());
+    return data.ok() ? device : data;
+  }
   std::unique_lock lock(mu_);
   idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
   return std::exchange(first_error_, detail::Status::success());
 }
 
 void Stream::wait_idle() {
+  if (cuda_) {
+    (void)gpu::stream_synchronize(cuda_);  // a failure stays with the stream's next sync
+    return;
+  }
   std::unique_lock lock(mu_);
   idle_cv_.wait(lock, [&] { return queue_.empty() && !busy_; });
 }
@@ -79,8 +106,39 @@ detail::Status submit(aclrtStream handle, Stream::Task task) {
   if (!is_live(s))
     return detail::inconsistent(
         "aclrtStream", "the stream was not created by aclrtCreateStream or was already destroyed");
+  if (s->cuda_stream())
+    return detail::inconsistent("aclrtStream",
+                                "the stream belongs to the GPU, but the operator was planned for "
+                                "the CPU device (aclrtSetDevice chose the CPU at that time)");
   s->enqueue(std::move(task));
   return detail::Status::success();
+}
+
+namespace {
+
+void deliver_to_stream(void *context, detail::Status failure) {
+  static_cast<Stream *>(context)->record_failure(std::move(failure));
+}
+
+}  // namespace
+
+detail::Status submit_to_gpu(aclrtStream handle, const detail::Plan &plan,
+                             const detail::Buffers &buffers, void *workspace,
+                             uint64_t workspace_bytes) {
+  if (!handle) {
+    wait_all();
+    return detail::execute_on_stream(plan, buffers, workspace, workspace_bytes, nullptr);
+  }
+  auto *s = static_cast<Stream *>(handle);
+  if (!is_live(s))
+    return detail::inconsistent(
+        "aclrtStream", "the stream was not created by aclrtCreateStream or was already destroyed");
+  if (!s->cuda_stream())
+    return detail::inconsistent("aclrtStream",
+                                "the stream belongs to the CPU device, but the operator was "
+                                "planned for the GPU (aclrtSetDevice chose it at that time)");
+  return detail::execute_on_stream(plan, buffers, workspace, workspace_bytes, s->cuda_stream(),
+                                   detail::DeviceErrorSink{deliver_to_stream, s});
 }
 
 detail::Status synchronize_all() {
@@ -115,7 +173,16 @@ ACL_FUNC_VISIBILITY aclError aclrtCreateStream(aclrtStream *stream) {
     return report_acl(ACL_ERROR_INVALID_PARAM, "aclrtCreateStream: stream must not be null");
   Stream *s = nullptr;
   try {
-    s = new Stream;
+    if (moeperm::capi::fault_fires(MOEPERM_FAULT_CREATE_STREAM))  // as std::thread fails
+      throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
+    if (moeperm::capi::current_device() == moeperm::capi::DeviceKind::cuda) {
+      void *cuda_stream = nullptr;
+      if (moeperm::detail::Status st = moeperm::gpu::stream_create(&cuda_stream); !st.ok())
+        return report_acl(ACL_ERROR_RT_FAILURE, "aclrtCreateStream: " + st.message);
+      s = new Stream(cuda_stream);
+    } else {
+      s = new Stream;
+    }
   } catch (const std::exception &e) {
     return report_acl(ACL_ERROR_RT_FAILURE,
                       std::string("aclrtCreateStream: cannot start the stream: ") + e.what());

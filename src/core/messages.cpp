@@ -75,6 +75,10 @@ Status topk_limit(std::string_view api, int64_t k, int64_t limit) {
                                        limit, " for dropAndPad=false (CANN's tiling limit)"));
 }
 
+Status out_of_memory(std::string_view api) {
+  return fail(Code::runtime_error, cat(api, ": out of host memory (std::bad_alloc)"));
+}
+
 Status internal_error(std::string_view api, const std::string &what) {
   return fail(Code::tiling_error, cat(api, ": internal error, please report: ", what));
 }

@@ -45,6 +45,8 @@ Status too_many_experts_in_row(const Plan &plan, int64_t row, int64_t experts);
 Status too_many_routed_pairs(const Plan &plan, int64_t pairs);
 // 561103: the documented CANN limit on topK (SPEC §5.5).
 Status topk_limit(std::string_view api, int64_t k, int64_t limit);
+// 361001: host memory ran out (std::bad_alloc) inside an entry point; nothing was kept.
+Status out_of_memory(std::string_view api);
 // 561002: an internal invariant failed; a bug in moeperm.
 Status internal_error(std::string_view api, const std::string &what);
 

@@ -65,7 +65,10 @@ struct Plan {
   const char *variant_name = "";  // static string naming it, for to_string()
   bool stream_stores = false;     // large outputs: write with non-temporal stores
   WorkspaceLayout workspace;
-  int ws_slot[WorkspaceLayout::kMaxSlots] = {-1, -1, -1, -1};  // backend-defined meaning
+  // The backend allocates `workspace` itself and the caller provides none (SPEC §5: empty
+  // problems have a workspace of 0; the CUDA backend still needs its status word there).
+  bool internal_workspace = false;
+  int ws_slot[WorkspaceLayout::kMaxSlots] = {-1, -1, -1, -1, -1, -1, -1, -1};  // backend-defined meaning
 
   const char *api() const {
     return op == Op::permute ? "aclnnMoeTokenPermuteWithRoutingMap"

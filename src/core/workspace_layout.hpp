@@ -12,7 +12,7 @@ namespace moeperm::detail {
 class WorkspaceLayout {
  public:
   static constexpr uint64_t kAlignment = 256;
-  static constexpr int kMaxSlots = 4;
+  static constexpr int kMaxSlots = 8;
 
   // Reserves `bytes` (may be 0) and returns the slot id to pass to at().
   int add(const char *name, uint64_t bytes) {

@@ -14,7 +14,7 @@ bool cpu_supports(const Plan &p) { return p.R > 0 && p.H > 0; }
 // the read-for-ownership of each destination line saves a third of the traffic of a copy.
 constexpr int64_t kStreamingBytes = int64_t{16} << 20;
 
-void cpu_prepare(Plan &p) {
+Status cpu_prepare(Plan &p) {
   const cpu::Isa isa = cpu::selected_isa();
   p.variant = static_cast<uint8_t>(isa);
   p.variant_name = cpu::to_string(isa);
@@ -33,6 +33,7 @@ void cpu_prepare(Plan &p) {
     p.ws_slot[cpu::kSlotCsrSlots] =
         p.workspace.add("csr_slots", static_cast<uint64_t>(p.R) * sizeof(int64_t));
   }
+  return Status::success();
 }
 
 Status cpu_run(const Plan &p, const Buffers &b, std::byte *ws) {

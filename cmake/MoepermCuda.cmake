@@ -1,0 +1,23 @@
+# MOEPERM_CUDA=AUTO|ON|OFF -> MOEPERM_HAVE_CUDA. AUTO builds the CUDA backend when a CUDA
+# compiler is found (no GPU is needed to build it; tests labelled `gpu` skip without one).
+set(MOEPERM_HAVE_CUDA OFF)
+string(TOUPPER "${MOEPERM_CUDA}" _moeperm_cuda)
+if(NOT _moeperm_cuda MATCHES "^(AUTO|ON|OFF)$")
+  message(FATAL_ERROR "MOEPERM_CUDA must be AUTO, ON or OFF, got '${MOEPERM_CUDA}'")
+endif()
+if(NOT _moeperm_cuda STREQUAL "OFF")
+  include(CheckLanguage)
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+    set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc)  # the toolkit's usual home, off PATH
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(MOEPERM_HAVE_CUDA ON)
+  elseif(_moeperm_cuda STREQUAL "ON")
+    message(FATAL_ERROR "MOEPERM_CUDA=ON, but no CUDA compiler (nvcc) was found")
+  else()
+    message(STATUS "moeperm: no CUDA compiler found; building without the CUDA backend")
+  endif()
+endif()

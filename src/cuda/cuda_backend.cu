@@ -1,0 +1,233 @@
+// The CUDA backend: the BackendOps of a GPU, its workspace layout, and the hand-off of the
+// device status word to the host (Note [Device errors], device_views.cuh).
+//
+// Where a data error surfaces:
+//   * run() (the C++ API's synchronous path, and the C API's default stream): the call waits
+//     for the stream and returns the error;
+//   * run_on_stream() with a sink (the C API's streams): a host callback enqueued after the
+//     kernels reads a pinned copy of the status word and delivers the error to the sink, so
+//     it is returned by the next aclrtSynchronizeStream on that stream (capi/stream.hpp).
+#include <cub/device/device_radix_sort.cuh>
+
+#include <mutex>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "backend/registry.hpp"
+#include "core/messages.hpp"
+#include "cuda/launch.hpp"
+
+namespace moeperm::cuda {
+
+int sort_key_bits(int64_t T);  // permute_grad_cuda.cu
+
+namespace {
+
+enum Slot : int {
+  kSlotStatus = 0,
+  kSlotTileCounts,
+  kSlotExpertOffsets,
+  kSlotSortKeys,
+  kSlotSortValues,
+  kSlotTokenRuns,
+  kSlotSortTemp,
+};
+
+bool needs_ranks(const detail::Plan &p) {
+  return p.op == detail::Op::permute || (p.probs == detail::ProbsWork::compute && !p.drop_and_pad);
+}
+bool needs_sort(const detail::Plan &p) {
+  return p.op == detail::Op::permute_grad && p.drop_and_pad && p.R > 0;
+}
+
+// Pinned host copies of status words, recycled: one per run in flight.
+class StatusPool {
+ public:
+  Status take(DeviceStatus **out) {
+    std::lock_guard lock(mu_);
+    if (free_.empty()) {
+      constexpr int kChunk = 64;
+      void *chunk = nullptr;
+      MOEPERM_TRY(cuda_status(cudaHostAlloc(&chunk, kChunk * sizeof(DeviceStatus),
+                                            cudaHostAllocDefault),
+                              "cudaHostAlloc"));
+      for (int i = 0; i < kChunk; ++i) free_.push_back(static_cast<DeviceStatus *>(chunk) + i);
+    }
+    *out = free_.back();
+    free_.pop_back();
+    return Status::success();
+  }
+  void give_back(DeviceStatus *s) {
+    std::lock_guard lock(mu_);
+    free_.push_back(s);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<DeviceStatus *> free_;
+};
+
+StatusPool &status_pool() {
+  static StatusPool *pool = new StatusPool;  // never destroyed: callbacks may outlive main
+  return *pool;
+}
+
+Status to_status(const detail::Plan &p, const DeviceStatus &s) {
+  if (!s.failed) return Status::success();
+  switch (s.kind) {
+    case kBadSortedIndex:
+      return detail::bad_sorted_index(p, static_cast<int64_t>(s.first_bad), s.bad_value);
+    case kTooManyExpertsInRow:
+      return detail::too_many_experts_in_row(p, static_cast<int64_t>(s.first_bad), s.bad_value);
+    case kTooManyRoutedPairs: return detail::too_many_routed_pairs(p, s.routed_pairs);
+    default:
+      return detail::internal_error(p.api(), detail::cat("unknown device status ", s.kind));
+  }
+}
+
+struct Pending {
+  detail::Plan plan;
+  DeviceStatus *host = nullptr;
+  detail::DeviceErrorSink sink;
+};
+
+void CUDART_CB deliver_status(void *arg) {
+  Pending *pending = static_cast<Pending *>(arg);
+  Status s = to_status(pending->plan, *pending->host);
+  if (!s.ok()) pending->sink.deliver(pending->sink.context, std::move(s));
+  status_pool().give_back(pending->host);
+  delete pending;
+}
+
+Status cuda_prepare(detail::Plan &p) {
+  auto &w = p.workspace;
+  p.variant_name = "sm_80+";
+  p.ws_slot[kSlotStatus] = w.add("device_status", sizeof(DeviceStatus));
+  if (needs_ranks(p)) {
+    p.ws_slot[kSlotTileCounts] =
+        w.add("tile_counts", static_cast<uint64_t>(p.E * tiles_of(p.T)) * sizeof(int32_t));
+    p.ws_slot[kSlotExpertOffsets] =
+        w.add("expert_offsets", static_cast<uint64_t>(p.E + 1) * sizeof(int64_t));
+  }
+  if (needs_sort(p)) {
+    p.ws_slot[kSlotSortKeys] = w.add("sort_keys", static_cast<uint64_t>(2 * p.R) * sizeof(int32_t));
+    p.ws_slot[kSlotSortValues] =
+        w.add("sort_values", static_cast<uint64_t>(2 * p.R) * sizeof(int64_t));
+    p.ws_slot[kSlotTokenRuns] = w.add("token_runs", static_cast<uint64_t>(2 * p.T) * sizeof(int64_t));
+    // CUB sizes its temporary storage for the current device: the plan needs a GPU.
+    cub::DoubleBuffer<int32_t> keys(nullptr, nullptr);
+    cub::DoubleBuffer<int64_t> values(nullptr, nullptr);
+    size_t temp = 0;
+    const cudaError_t err = cub::DeviceRadixSort::SortPairs(nullptr, temp, keys, values, p.R, 0,
+                                                            sort_key_bits(p.T));
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();
+      return detail::fail(Code::runtime_error,
+                          detail::cat(p.api(), ": the CUDA backend cannot size its sort on this "
+                                               "machine: ",
+                                      cudaGetErrorName(err), " (", cudaGetErrorString(err), ")"));
+    }
+    p.ws_slot[kSlotSortTemp] = w.add("sort_temp", temp);
+  }
+  p.internal_workspace = p.R == 0 || p.H == 0;
+  return Status::success();
+}
+
+Workspace resolve(const detail::Plan &p, std::byte *base) {
+  Workspace ws;
+  auto at = [&](int slot) -> void * {
+    return p.ws_slot[slot] < 0 ? nullptr : p.workspace.at<std::byte>(base, p.ws_slot[slot]);
+  };
+  ws.status = static_cast<DeviceStatus *>(at(kSlotStatus));
+  ws.tile_counts = static_cast<int32_t *>(at(kSlotTileCounts));
+  ws.expert_offsets = static_cast<int64_t *>(at(kSlotExpertOffsets));
+  ws.sort_keys = static_cast<int32_t *>(at(kSlotSortKeys));
+  ws.sort_values = static_cast<int64_t *>(at(kSlotSortValues));
+  ws.token_runs = static_cast<int64_t *>(at(kSlotTokenRuns));
+  ws.sort_temp = at(kSlotSortTemp);
+  ws.sort_temp_bytes = p.ws_slot[kSlotSortTemp] < 0 ? 0 : p.workspace.bytes(p.ws_slot[kSlotSortTemp]);
+  return ws;
+}
+
+// Copies the status word to `host` and either enqueues its delivery to `sink` (which then
+// owns `host`) or, without a sink, waits and converts it.
+Status hand_off(const detail::Plan &p, const Workspace &ws, DeviceStatus *host,
+                cudaStream_t stream, detail::DeviceErrorSink sink) {
+  MOEPERM_TRY(cuda_status(
+      cudaMemcpyAsync(host, ws.status, sizeof(DeviceStatus), cudaMemcpyDeviceToHost, stream),
+      "cudaMemcpyAsync"));
+  if (sink.deliver) {
+    auto *pending = new Pending{p, host, sink};
+    Status s = cuda_status(cudaLaunchHostFunc(stream, deliver_status, pending),
+                           "cudaLaunchHostFunc");
+    if (!s.ok()) delete pending;
+    return s;
+  }
+  MOEPERM_TRY(cuda_status(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
+  return to_status(p, *host);
+}
+
+Status cuda_run_on_stream(const detail::Plan &p, const detail::Buffers &b, std::byte *base,
+                          void *stream_handle, detail::DeviceErrorSink sink) {
+  auto stream = static_cast<cudaStream_t>(stream_handle);
+  const Workspace ws = resolve(p, base);
+  // The status word starts as "no error": first_bad = kNone, everything else 0.
+  MOEPERM_TRY(cuda_status(cudaMemsetAsync(ws.status, 0, sizeof(DeviceStatus), stream),
+                          "cudaMemsetAsync"));
+  MOEPERM_TRY(cuda_status(cudaMemsetAsync(&ws.status->first_bad, 0xff,
+                                          sizeof(ws.status->first_bad), stream),
+                          "cudaMemsetAsync"));
+  MOEPERM_TRY(p.op == detail::Op::permute ? permute(p, b, ws, stream)
+                                          : permute_grad(p, b, ws, stream));
+  DeviceStatus *host = nullptr;
+  MOEPERM_TRY(status_pool().take(&host));
+  Status s = hand_off(p, ws, host, stream, sink);
+  if (s.ok() && sink.deliver) return s;  // the callback now owns `host`
+  status_pool().give_back(host);
+  return s;
+}
+
+// Empty problems have a workspace of 0 (SPEC §5) but still need the status word and, in
+// the forward, the ranks: the backend then allocates them itself, stream-ordered.
+Status cuda_run_with_scratch(const detail::Plan &p, const detail::Buffers &b, std::byte *base,
+                             void *stream_handle, detail::DeviceErrorSink sink) {
+  if (!p.internal_workspace) return cuda_run_on_stream(p, b, base, stream_handle, sink);
+  auto stream = static_cast<cudaStream_t>(stream_handle);
+  void *scratch = nullptr;
+  MOEPERM_TRY(cuda_status(cudaMallocAsync(&scratch, p.workspace.total(), stream),
+                          "cudaMallocAsync"));
+  Status s = cuda_run_on_stream(p, b, static_cast<std::byte *>(scratch), stream_handle, sink);
+  const Status f = cuda_status(cudaFreeAsync(scratch, stream), "cudaFreeAsync");
+  return s.ok() ? f : s;
+}
+
+Status cuda_run(const detail::Plan &p, const detail::Buffers &b, std::byte *base) {
+  return cuda_run_with_scratch(p, b, base, nullptr, detail::DeviceErrorSink{});
+}
+
+}  // namespace
+}  // namespace moeperm::cuda
+
+namespace moeperm::detail {
+
+const BackendOps kCudaBackend{
+    .name = "cuda",
+    .id = BackendId::cuda,
+    .supports = [](const Plan &) { return true; },
+    .prepare = cuda::cuda_prepare,
+    .run = cuda::cuda_run,
+    .run_on_stream = cuda::cuda_run_with_scratch,
+};
+
+const BackendOps *cuda_backend_ops() { return &kCudaBackend; }
+
+int cuda_device_count() {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+}  // namespace moeperm::detail

@@ -1,0 +1,64 @@
+// What the kernels see of a plan: strided views with their base pointers, and the status
+// word through which the device reports data errors (Note [Device errors]).
+#pragma once
+
+#include <cstdint>
+
+#include "core/plan.hpp"
+
+namespace moeperm::cuda {
+
+// A 2-D strided view (element strides) over `base`; `es` bytes per element.
+struct DMatrix {
+  char *base = nullptr;
+  int64_t rows = 0, cols = 0, row_stride = 0, col_stride = 0, offset = 0;
+  int es = 0;
+  __device__ __forceinline__ char *row(int64_t r) const {
+    return base + (offset + r * row_stride) * es;
+  }
+  __device__ __forceinline__ char *at(int64_t r, int64_t c) const {
+    return base + (offset + r * row_stride + c * col_stride) * es;
+  }
+  __device__ __forceinline__ bool contiguous_rows() const { return col_stride == 1; }
+};
+
+struct DVector {
+  char *base = nullptr;
+  int64_t len = 0, stride = 0, offset = 0;
+  int es = 0;
+  __device__ __forceinline__ char *at(int64_t i) const {
+    return base + (offset + i * stride) * es;
+  }
+};
+
+inline DMatrix view(const detail::MatrixGeom &g, const void *base, DType dtype) {
+  return DMatrix{static_cast<char *>(const_cast<void *>(base)), g.rows, g.cols, g.row_stride,
+                 g.col_stride, g.offset, static_cast<int>(element_size(dtype))};
+}
+inline DVector view(const detail::VectorGeom &g, const void *base, DType dtype) {
+  return DVector{static_cast<char *>(const_cast<void *>(base)), g.len, g.stride, g.offset,
+                 static_cast<int>(element_size(dtype))};
+}
+
+// Note [Device errors]: data errors (SPEC §5.7, and a forward row with more than K
+// experts) are found by check kernels that run before any kernel writes an output. Each
+// records the first offending position with atomicMin (so the report is the same whatever
+// the schedule); a single-thread kernel then fills in the offending value and sets `failed`,
+// which every writing kernel reads on entry, so a failed run writes nothing. The host learns
+// the outcome from a copy of this word (see cuda_backend.cu).
+struct DeviceStatus {
+  unsigned long long first_bad;  // position (S index j, or token row t); kNone when none
+  long long bad_value;           // S[j], or the row's expert count
+  long long routed_pairs;        // nnz of the routing map, when the plan counts it
+  int failed;                    // 0: outputs may be written
+  int kind;                      // DeviceErrorKind
+};
+inline constexpr unsigned long long kNone = ~0ull;
+enum DeviceErrorKind : int {
+  kNoError = 0,
+  kBadSortedIndex = 1,
+  kTooManyExpertsInRow = 2,
+  kTooManyRoutedPairs = 3,
+};
+
+}  // namespace moeperm::cuda

@@ -1,0 +1,75 @@
+// Host-side launchers of the CUDA kernels, one group per file. They enqueue on `stream` and
+// return the launch error, if any (cudaGetLastError), as a Status.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "core/plan.hpp"
+#include "core/status.hpp"
+#include "cuda/device_views.cuh"
+
+namespace moeperm::cuda {
+
+using detail::Status;
+
+// Tokens per tile of the rank kernels: one warp per tile, one lane per token.
+inline constexpr int64_t kTileTokens = 32;
+inline int64_t tiles_of(int64_t T) { return (T + kTileTokens - 1) / kTileTokens; }
+
+// The workspace views every run receives (Plan::ws_slot ids resolved to pointers).
+struct Workspace {
+  DeviceStatus *status = nullptr;
+  int32_t *tile_counts = nullptr;     // [E][tiles]: routed tokens per tile, then their scan
+  int64_t *expert_offsets = nullptr;  // [E + 1]: expert-major start of each expert; [E] = nnz
+  int32_t *sort_keys = nullptr;       // [2][R]  drop-and-pad backward: S, then sorted
+  int64_t *sort_values = nullptr;     // [2][R]  j, then in key order (stable)
+  int64_t *token_runs = nullptr;      // [2][T]  [start, end) of each token's run
+  void *sort_temp = nullptr;          // CUB's temporary storage
+  size_t sort_temp_bytes = 0;
+};
+
+// expert_ranks.cu: expert-major ranks of the routing map (SPEC §2's `f`).
+Status count_tiles(const detail::Plan &p, const DMatrix &map, int32_t *tile_counts,
+                   int64_t row_limit, DeviceStatus *status, cudaStream_t stream);
+Status scan_tiles(const detail::Plan &p, int32_t *tile_counts, int64_t *expert_offsets,
+                  cudaStream_t stream);
+// Fills in the offending value and `failed` (Note [Device errors]).
+Status finalize_status(const detail::Plan &p, DeviceStatus *status, const int64_t *expert_offsets,
+                       bool check_routed_pairs, const DVector &sorted_indices, const DMatrix &map,
+                       cudaStream_t stream);
+// Forward, drop-less: sortedIndicesOut and permuteProbsOut from the ranks.
+Status rank_forward_dropless(const detail::Plan &p, const DMatrix &map, const Workspace &ws,
+                             const DVector &sorted, const DMatrix &probs,
+                             const DVector &permuted_probs, cudaStream_t stream);
+// Forward, drop-and-pad: sortedIndicesOut (routed tokens, then unrouted, truncated to C).
+Status rank_forward_drop_and_pad(const detail::Plan &p, const DMatrix &map, const Workspace &ws,
+                                 const DVector &sorted, cudaStream_t stream);
+// Backward, drop-less: probsGrad[t, e] = P[rank of (e, t)] where routed, else 0.
+Status rank_grad_probs(const detail::Plan &p, const DMatrix &map, const Workspace &ws,
+                       const DMatrix &dense_probs, const DVector &permuted_probs,
+                       cudaStream_t stream);
+
+// permute_cuda.cu / permute_grad_cuda.cu: the operators.
+Status permute(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
+               cudaStream_t stream);
+Status permute_grad(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
+                    cudaStream_t stream);
+
+// Small shared kernels (fill.cu).
+Status zero_matrix(const DMatrix &m, const DeviceStatus *status, cudaStream_t stream);
+Status zero_vector(const DVector &v, const DeviceStatus *status, cudaStream_t stream);
+
+// A CUDA error as a Status (ACLNN_ERR_RUNTIME_ERROR, naming the call).
+Status cuda_status(cudaError_t err, const char *what);
+inline Status launched(const char *kernel) { return cuda_status(cudaGetLastError(), kernel); }
+
+}  // namespace moeperm::cuda
+
+namespace moeperm::cuda {
+// Blocks for a grid-stride loop over n items (the grid's x limit is far above any real n;
+// the cap only bounds launch size, the loop covers the rest).
+inline unsigned grid_of(int64_t n) {
+  constexpr int64_t kMaxBlocks = int64_t{1} << 20;
+  return static_cast<unsigned>(n < kMaxBlocks ? n : kMaxBlocks);
+}
+}  // namespace moeperm::cuda
