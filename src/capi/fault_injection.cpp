@@ -25,8 +25,7 @@ bool valid(moeperm_fault_point point) {
 }  // namespace
 
 bool fault_fires(moeperm_fault_point point) noexcept {
-  if (!valid(point) || (g_armed.load(std::memory_order_relaxed) & (1u << point)) == 0)
-    return false;
+  if (!valid(point) || (g_armed.load(std::memory_order_relaxed) & (1u << point)) == 0) return false;
   std::lock_guard lock(g_mu);
   FaultState &s = g_points[point];
   if (s.remaining == 0) return false;  // disarmed by another thread meanwhile

@@ -3,6 +3,10 @@
 #include <cstdlib>
 #include <string_view>
 
+#if defined(__x86_64__) && defined(MOEPERM_HAVE_X86_ISAS)
+#include <cpuid.h>
+#endif
+
 namespace moeperm::detail::cpu {
 
 const char *to_string(Isa isa) {
@@ -14,12 +18,21 @@ const char *to_string(Isa isa) {
   return "unknown";
 }
 
+#if defined(__x86_64__) && defined(MOEPERM_HAVE_X86_ISAS)
+// F16C is CPUID.1:ECX bit 29, read directly: clang 14's __builtin_cpu_supports does not
+// know "f16c".
+static bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C) != 0;
+}
+#endif
+
 bool isa_supported(Isa isa) {
 #if defined(__x86_64__) && defined(MOEPERM_HAVE_X86_ISAS)
   __builtin_cpu_init();
   switch (isa) {
     case Isa::scalar: return true;
-    case Isa::avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    case Isa::avx2: return __builtin_cpu_supports("avx2") && has_f16c();
     case Isa::avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl");

@@ -8,8 +8,14 @@
 #include "backend/elements.hpp"
 #include "cpu/isa.hpp"
 
+// Clang has no `#pragma GCC target`; its equivalent attaches the target to every function
+// defined in the region (the fuzz preset builds the library with clang).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,f16c"))), apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx2,f16c")
+#endif
 
 namespace moeperm::detail::cpu {
 namespace {
@@ -117,4 +123,8 @@ const RowKernels kRowKernelsAvx2{
 
 }  // namespace moeperm::detail::cpu
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif

@@ -8,12 +8,19 @@
 #include "backend/elements.hpp"
 #include "cpu/isa.hpp"
 
+// Clang has no `#pragma GCC target`; its equivalent attaches the target to every function
+// defined in the region (the fuzz preset builds the library with clang).
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx2,f16c"))), \
+                             apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx2,f16c")
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() and trip a false
 // -Wmaybe-uninitialized (GCC bug 105593); nothing here reads an undefined value.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 namespace moeperm::detail::cpu {
 namespace {
@@ -113,5 +120,9 @@ const RowKernels kRowKernelsAvx512{
 
 }  // namespace moeperm::detail::cpu
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
+#endif

@@ -102,8 +102,10 @@ inline bool routed(const Plan &p, const void *map, int64_t t, int64_t e) {
 }
 
 // Row t of the routing map as bytes; element e is at [e * p.routing_map.col_stride].
+// A map with no columns (E = 0) has no elements and may have a null data pointer; no row
+// address may be formed from null (UB, found by fuzzing), and no caller reads one then.
 inline const uint8_t *map_row(const Plan &p, const void *map, int64_t t) {
-  return elem<uint8_t>(map, p.routing_map.at(t, 0));
+  return map ? elem<uint8_t>(map, p.routing_map.at(t, 0)) : nullptr;
 }
 
 // Calls f(T{}) with the unsigned integer type of an element of `esize` bytes (2 or 4):

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Writes the seed corpus of the fuzz harness (tests/fuzz/corpus/, committed).
+
+Each seed is a header in the byte layout of fuzz_operators.cpp (see its top comment); the
+tensor records and data are left to their defaults (zero bytes: consistent, contiguous,
+present) unless a seed sets a layout, so every seed is a small valid problem of one kind or
+one precise mistake, and libFuzzer mutates from there. Run: python3 tests/fuzz/make_seeds.py
+"""
+import itertools
+import pathlib
+
+OUT = pathlib.Path(__file__).resolve().parent / "corpus"
+
+FLAG_GRAD, FLAG_DP, FLAG_PIN, FLAG_POUT, FLAG_NOMAP, FLAG_STREAM, FLAG_REEXEC = 1, 2, 4, 8, 16, 32, 64
+F32, F16, BF16 = 0, 1, 2  # value-dtype byte (index into {f32, f16, bf16})
+
+
+def header(flags, T, E, H, K, C, vt=BF16, probs=0, map_bool=1, ws=0, extra=0, attr=0, attr2=0):
+    # flags, T, E, H, K, C, attribute, attribute2, value dtype, probs dtype, map kind,
+    # map dtype mutation, workspace mode, extra
+    return bytes([flags, T, E, H, K, C, attr, attr2, vt, probs, map_bool, 0, ws, extra])
+
+
+def record(shape=0, dtype=0, layout=(0,), offset=0, storage=0, presence=0):
+    return bytes([shape, dtype, *layout, offset, storage, presence])
+
+
+def main():
+    OUT.mkdir(exist_ok=True)
+    for old in OUT.glob("seed-*"):
+        old.unlink()
+    seeds = {}
+    # Valid problems: both operators, both modes, with and without probs, three dtypes.
+    for grad, dp, probs, vt in itertools.product((0, 1), (0, 1), (0, 1), (F32, F16, BF16)):
+        flags = (FLAG_GRAD if grad else 0) | (FLAG_DP if dp else 0)
+        flags |= (FLAG_PIN | FLAG_POUT) if probs else 0
+        name = f"{'grad' if grad else 'fwd'}-{'dp' if dp else 'dl'}-{'p' if probs else 'np'}-{vt}"
+        seeds[name] = header(flags, T=5, E=4, H=9, K=2, C=3, vt=vt, probs=(50 if probs else 0))
+    # SIMD-sized rows, a created stream, re-execution, bf16 with fp32 probs.
+    seeds["grad-dl-wide"] = header(FLAG_GRAD | FLAG_PIN | FLAG_POUT, T=7, E=8, H=40, K=3, C=0)
+    seeds["fwd-dl-wide"] = header(FLAG_STREAM, T=9, E=6, H=33, K=6, C=0)
+    seeds["grad-dp-stream"] = header(FLAG_GRAD | FLAG_DP | FLAG_STREAM | FLAG_REEXEC, 6, 3, 17, 0, 4)
+    seeds["fwd-dp-f32probs"] = header(FLAG_DP | FLAG_PIN | FLAG_POUT, 6, 3, 8, 0, 2, vt=BF16, probs=210)
+    # Only one of the two probs tensors (zero fill / ignored).
+    seeds["fwd-zero-fill"] = header(FLAG_POUT, 4, 3, 5, 3, 0)
+    seeds["grad-zero-fill"] = header(FLAG_GRAD | FLAG_POUT | FLAG_NOMAP, 4, 3, 5, 2, 0)
+    # Empty problems: K = 0, C = 0, H = 0.
+    seeds["fwd-k0"] = header(0, 4, 3, 5, 0, 0)
+    seeds["grad-dp-c0"] = header(FLAG_GRAD | FLAG_DP, 4, 3, 5, 0, 0)
+    seeds["fwd-h0"] = header(FLAG_PIN | FLAG_POUT, 4, 3, 0, 2, 0)
+    # Workspace mistakes: too small, null with size > 0, larger.
+    seeds["grad-dl-ws-small"] = header(FLAG_GRAD, 5, 4, 9, 2, 0, ws=205)
+    seeds["grad-dp-ws-null"] = header(FLAG_GRAD | FLAG_DP, 5, 4, 9, 0, 3, ws=225)
+    seeds["fwd-ws-large"] = header(0, 5, 4, 9, 2, 0, ws=245)
+    # Null out-parameters of the first phase.
+    seeds["fwd-null-wssize"] = header(0, 5, 4, 9, 2, 0, extra=3)
+    seeds["grad-null-exec"] = header(FLAG_GRAD, 5, 4, 9, 2, 0, extra=12)
+    # Attributes out of range / overflowing (specials: 200 = -1, 203 = INT64_MAX).
+    seeds["fwd-numout-neg"] = header(0, 5, 4, 9, 2, 0, attr=200) + bytes([200])
+    seeds["grad-experts-max"] = header(FLAG_GRAD, 5, 4, 9, 2, 0, attr=200) + bytes([203])
+    seeds["fwd-k-over-512"] = header(0, 1, 4, 1, 0, 0, attr=200) + bytes([219])  # 513
+    # Huge declared dims (2^40, INT64_MAX): rejected without allocating.
+    seeds["fwd-huge-h"] = header(0, 5, 4, 213, 2, 0)
+    seeds["grad-huge-t"] = header(FLAG_GRAD | FLAG_DP, 203, 4, 9, 0, 3)
+    seeds["grad-rh-overflow"] = header(FLAG_GRAD, 1, 4, 211, 212, 0)  # R*H overflows
+    # Strided layouts on the first tensor: padded, column-major, zero, negative strides.
+    for name, layout in {"pad": (130, 1, 2), "colmajor": (165, 1), "zero": (180, 0),
+                         "neg": (195, 1), "rand": (210, 3, 250)}.items():
+        rec = record(layout=layout)
+        seeds[f"fwd-layout-{name}"] = header(0, 5, 4, 9, 2, 0) + rec
+        seeds[f"grad-layout-{name}"] = header(FLAG_GRAD | FLAG_PIN | FLAG_POUT, 5, 4, 9, 2, 0) + rec
+    # Storage one element too small, a null data pointer, a missing required tensor.
+    seeds["grad-storage-short"] = header(FLAG_GRAD, 5, 4, 9, 2, 0) + record(storage=225)
+    seeds["fwd-null-data"] = header(0, 5, 4, 9, 2, 0) + record(presence=250)
+    seeds["grad-null-g"] = header(FLAG_GRAD, 5, 4, 9, 2, 0) + record(presence=242)
+    # Wrong dtype and rank.
+    seeds["grad-g-int64"] = header(FLAG_GRAD, 5, 4, 9, 2, 0) + record(dtype=246)
+    seeds["fwd-rank3"] = header(0, 5, 4, 9, 2, 0) + record(shape=245) + bytes([2])
+    for name, data in seeds.items():
+        (OUT / f"seed-{name}").write_bytes(data)
+    print(f"wrote {len(seeds)} seeds to {OUT}")
+
+
+if __name__ == "__main__":
+    main()
