@@ -3,7 +3,7 @@
 // Every tensor arrives as a DLPack / buffer-protocol array (nb::ndarray, no conversion and
 // so no copy: any strides, any offset, as the producer laid it out). The binding
 //   1. describes the inputs (dtype, shape, strides in elements; the data pointer is the
-//      view's element [0, ..., 0], so the offset is 0),
+//      view's lowest-addressed element, so the offset is 0 unless a stride is negative),
 //   2. derives the output shapes exactly as the operator does (SPEC §2, §3) and plans with
 //      contiguous output descriptors: the plan validates every SPEC §5 rule that needs no
 //      data BEFORE anything is allocated (a bad argument never costs an allocation),
@@ -143,6 +143,23 @@ void note_device(const char *api, Device &dev, const char *name, const Array &a)
             ", expected all tensors on one device");
 }
 
+// Elements between the lowest-addressed element of a view and its element [0, ..., 0]:
+// positive only with negative strides (NumPy's a[::-1]). The C++ API addresses a view from
+// the start of its storage, so the binding passes that lowest address as the data pointer
+// and this count as the descriptor's offset.
+int64_t elements_before(const InArray &a) {
+  if (a.size() == 0) return 0;
+  int64_t before = 0;
+  for (size_t i = 0; i < a.ndim(); ++i)
+    if (a.stride(i) < 0) before -= (static_cast<int64_t>(a.shape(i)) - 1) * a.stride(i);
+  return before;
+}
+
+const void *storage_base(const InArray &a) {
+  return static_cast<const std::byte *>(a.data()) -
+         elements_before(a) * static_cast<int64_t>(a.itemsize());
+}
+
 // The descriptor of an input view. Strides come from the producer (nanobind fills in
 // row-major strides when a producer leaves them out).
 moeperm::TensorDesc describe(const char *api, const char *name, const InArray &a, bool bf16_view) {
@@ -159,6 +176,7 @@ moeperm::TensorDesc describe(const char *api, const char *name, const InArray &a
     d.shape[i] = static_cast<int64_t>(a.shape(i));
     d.strides[i] = a.stride(i);
   }
+  d.offset = elements_before(a);
   return d;
 }
 
@@ -185,10 +203,12 @@ Allocated allocate(const char *api, const nb::callable &alloc, const char *name,
   bool ok = a.ndim() == want.shape.size() &&
             static_cast<int64_t>(a.itemsize()) == moeperm::element_size(want.dtype) &&
             (a.device_type() == kDLCUDA) == dev.cuda;
+  // Strides of an array without elements do not matter (and frameworks pick any).
+  const bool empty = a.size() == 0;
   int64_t expected_stride = 1;
   for (size_t i = a.ndim(); ok && i-- > 0;) {
     ok = static_cast<int64_t>(a.shape(i)) == want.shape[i] &&
-         (want.shape[i] <= 1 || a.stride(i) == expected_stride);
+         (empty || want.shape[i] <= 1 || a.stride(i) == expected_stride);
     expected_stride *= want.shape[i];
   }
   if (!ok)
@@ -278,9 +298,9 @@ std::string permute(const InArray &tokens, const InArray &routing_map,
   Workspace ws = make_workspace(api, plan, dev, alloc);
 
   moeperm::PermuteData data;
-  data.tokens = tokens.data();
-  data.routing_map = routing_map.data();
-  data.probs = probs ? probs->data() : nullptr;
+  data.tokens = storage_base(tokens);
+  data.routing_map = storage_base(routing_map);
+  data.probs = probs ? storage_base(*probs) : nullptr;
   data.permuted_tokens = out_tokens.data;
   data.permuted_probs = out_probs.data;
   data.sorted_indices = out_indices.data;
@@ -335,10 +355,10 @@ std::string permute_grad(const InArray &grad, const std::optional<InArray> &prob
   Workspace ws = make_workspace(api, plan, dev, alloc);
 
   moeperm::PermuteGradData data;
-  data.permuted_token_output_grad = grad.data();
-  data.permuted_probs_output_grad = probs_grad ? probs_grad->data() : nullptr;
-  data.sorted_indices = sorted_indices.data();
-  data.routing_map = routing_map ? routing_map->data() : nullptr;
+  data.permuted_token_output_grad = storage_base(grad);
+  data.permuted_probs_output_grad = probs_grad ? storage_base(*probs_grad) : nullptr;
+  data.sorted_indices = storage_base(sorted_indices);
+  data.routing_map = routing_map ? storage_base(*routing_map) : nullptr;
   data.tokens_grad_out = out_tokens.data;
   data.probs_grad_out = out_probs.data;
   {
