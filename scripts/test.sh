@@ -9,6 +9,13 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 bash scripts/install-deps.sh
+# The Python package (label python) builds and runs in the ci preset, with .venv's Python;
+# MOEPERM_SKIP_PYTHON=1 leaves it out (no .venv, no download).
+python_args=(-DMOEPERM_PYTHON=OFF)
+if [[ "${MOEPERM_SKIP_PYTHON:-0}" != 1 ]]; then
+  bash scripts/install-python-deps.sh
+  python_args=(-DMOEPERM_PYTHON=ON "-DPython_EXECUTABLE=$PWD/.venv/bin/python")
+fi
 
 presets=(ci)
 [[ "${MOEPERM_SKIP_ASAN:-0}" == 1 ]] || presets+=(asan)
@@ -18,7 +25,11 @@ trap 'rm -f "$log"' EXIT
 status=0
 for preset in "${presets[@]}"; do
   echo "=== preset ${preset}: configure, build, test"
-  cmake --preset "$preset"
+  if [[ "$preset" == ci ]]; then
+    cmake --preset "$preset" "${python_args[@]}"
+  else  # asan: a sanitized extension would need the sanitizer runtimes preloaded into Python
+    cmake --preset "$preset" -DMOEPERM_PYTHON=OFF
+  fi
   cmake --build --preset "$preset"
   set +e
   ctest --preset "$preset" --output-on-failure --no-label-summary 2>&1 | tee -a "$log"
