@@ -262,3 +262,14 @@ def test_training_step_of_a_tiny_two_expert_moe_matches_pure_pytorch(mode):
         assert any(p.grad.abs().sum() > 0 for p in model.router.parameters())
         for opt in optimizers:
             opt.step()
+
+
+def test_readme_python_example_runs():
+    """The README's Python example, executed as written (with its own asserts)."""
+    from pathlib import Path
+
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    section = text.split("\n## Python\n", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, f"{readme} (## Python)", "exec"), {})
