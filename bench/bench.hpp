@@ -24,15 +24,17 @@ struct Options {
   int ref_runs = 1;                 // timed runs of the reference kernels
   int max_threads = 0;              // 0: moeperm::get_num_threads()
   std::vector<std::string> suites;  // empty: all (named, sweep, threads)
+  std::string device = "cpu";       // cpu, or cuda (the CUDA backend, timed with CUDA events)
 };
 
 struct OpResult {
   double median_ms = 0, min_ms = 0;
-  double bytes = 0;      // moved per call (reads + writes)
-  double gbps = 0;       // bytes / median
-  double memcpy_ms = 0;  // median of the same-run memcpy moving the same bytes
-  double ratio = 0;      // median_ms / memcpy_ms
-  double ref_ms = -1;    // single-threaded reference kernel, -1 if not timed
+  double bytes = 0;          // moved per call (reads + writes)
+  double gbps = 0;           // bytes / median
+  double memcpy_ms = 0;      // median of the same-run memcpy moving the same bytes
+  double ratio = 0;          // median_ms / memcpy_ms
+  double ref_ms = -1;        // single-threaded reference kernel, -1 if not timed
+  int bit_differences = -1;  // cuda: output elements differing from the CPU backend; -1 not checked
 };
 
 struct CaseResult {
@@ -45,8 +47,12 @@ struct CaseResult {
 // "sweep" (T from 512 to 16384), "threads" (1 .. max threads).
 std::vector<Case> standard_cases(const Options &options);
 
-// Plans, allocates and times one case (both operators).
+// Plans, allocates and times one case (both operators) on options.device.
 CaseResult run_case(const Case &c, const Options &options);
+// The CUDA version (bench_runner_cuda.cpp): device buffers, CUDA events on one stream, the
+// ceiling is a device-to-device cudaMemcpyAsync of the same bytes in the same run, and each
+// output is compared once, bit for bit, with the CPU backend's. Throws Error without CUDA.
+CaseResult run_case_cuda(const Case &c, const Options &options);
 
 void print_table(std::ostream &out, const std::vector<CaseResult> &results);
 void write_json(std::ostream &out, const std::vector<CaseResult> &results, const Options &options);

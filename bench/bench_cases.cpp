@@ -38,7 +38,7 @@ std::vector<Case> standard_cases(const Options &o) {
       s.T = T;
       cases.push_back({"sweep-T" + std::to_string(T), s, n, false});
     }
-  if (wanted(o, "threads"))
+  if (wanted(o, "threads") && o.device != "cuda")  // host threads do not apply to a GPU
     for (int t = 1; t <= n; ++t)
       cases.push_back({"threads-" + std::to_string(t), deepseek(), t, false});
   return cases;

@@ -22,6 +22,9 @@ void row(std::ostream &out, const CaseResult &r, const char *op, const OpResult 
   char ref[48] = "-";
   if (o.ref_ms >= 0)
     std::snprintf(ref, sizeof ref, "%.0f ms (%.1fx)", o.ref_ms, o.ref_ms / o.median_ms);
+  else if (o.bit_differences >= 0)  // cuda: the check against the CPU backend instead
+    std::snprintf(ref, sizeof ref, "%s: %d differ", o.bit_differences == 0 ? "bitwise" : "BITS",
+                  o.bit_differences);
   std::snprintf(buf, sizeof buf,
                 "| %-14s | %-44s | %2d | %-8s | %8.1f | %9.2f | %6.2f | %9.2f | %5.2fx | %-17s |\n",
                 r.c.name.c_str(), describe(r.c.spec).c_str(), r.c.threads, op, o.bytes / 1e6,
@@ -33,9 +36,11 @@ void json_op(std::ostream &out, const OpResult &o) {
   char buf[320];
   std::snprintf(buf, sizeof buf,
                 "{\"median_ms\": %.4f, \"min_ms\": %.4f, \"bytes\": %.0f, \"gbps\": %.3f, "
-                "\"memcpy_ms\": %.4f, \"ratio_to_memcpy\": %.4f, \"reference_ms\": %s}",
+                "\"memcpy_ms\": %.4f, \"ratio_to_memcpy\": %.4f, \"reference_ms\": %s, "
+                "\"bit_differences_vs_cpu\": %s}",
                 o.median_ms, o.min_ms, o.bytes, o.gbps, o.memcpy_ms, o.ratio,
-                o.ref_ms >= 0 ? std::to_string(o.ref_ms).c_str() : "null");
+                o.ref_ms >= 0 ? std::to_string(o.ref_ms).c_str() : "null",
+                o.bit_differences >= 0 ? std::to_string(o.bit_differences).c_str() : "null");
   out << buf;
 }
 

@@ -60,6 +60,7 @@ void finish(OpResult &r, const std::vector<double> &op, const std::vector<double
 }  // namespace
 
 CaseResult run_case(const Case &c, const Options &o) {
+  if (o.device == "cuda") return run_case_cuda(c, o);
   CaseResult res;
   res.c = c;
   set_num_threads(c.threads);

@@ -215,6 +215,11 @@ BenchCommandOptions parse_bench_args(std::span<const std::string_view> args) {
       o.bench.max_threads = parse_integer<int>(f, c.value(), 1, 1024);
     } else if (f == "--json") {
       o.json_path = std::string(c.value());
+    } else if (f == "--device") {
+      const std::string_view v = c.value();
+      if (v != "cpu" && v != "cuda")
+        fail("--device must be cpu or cuda, got '" + std::string(v) + "'");
+      o.bench.device = std::string(v);
     } else if (f.starts_with("-")) {
       fail("unknown flag '" + std::string(f) + "' (see moeperm bench --help)");
     } else {

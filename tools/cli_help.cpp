@@ -108,6 +108,11 @@ flags:
                        0 skips them)
   --threads N          threads of the operators and of the memcpy (default: every
                        hardware thread); the threads suite goes from 1 to N
+  --device D           cpu (default) or cuda: the CUDA backend on GPU 0, through
+                       moeperm::run_async on one stream, timed with CUDA events; the
+                       ceiling is a device-to-device cudaMemcpyAsync of the same bytes
+                       in the same run, and each case's outputs are compared bit for bit
+                       with the CPU backend's once (column "bits"); no threads suite
   --json FILE          also write every figure as JSON to FILE (- for stdout)
   -h, --help           print this help
 

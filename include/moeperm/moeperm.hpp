@@ -176,8 +176,21 @@ MOEPERM_API void run(const Plan &plan, const PermuteGradData &data, std::span<st
 // written). For a host plan the stream is ignored and this is run() above.
 MOEPERM_API void run(const Plan &plan, const PermuteData &data, std::span<std::byte> workspace,
                      void *cuda_stream);
-MOEPERM_API void run(const Plan &plan, const PermuteGradData &data,
-                     std::span<std::byte> workspace, void *cuda_stream);
+MOEPERM_API void run(const Plan &plan, const PermuteGradData &data, std::span<std::byte> workspace,
+                     void *cuda_stream);
+
+// Enqueues a Backend::cuda plan on `cuda_stream` and returns at once (what a training loop
+// wants: no host round trip). The outcome reaches `on_done` exactly once, from a CUDA
+// callback thread, when the stream gets there: code 0 on success, else the status and the
+// message of a data error (nothing was written then). `on_done` must not call CUDA; it may be
+// null, and then a data error goes unreported. A host plan runs synchronously and throws.
+using RunCallback = void (*)(void *context, Code code, const char *message);
+MOEPERM_API void run_async(const Plan &plan, const PermuteData &data,
+                           std::span<std::byte> workspace, void *cuda_stream,
+                           RunCallback on_done = nullptr, void *context = nullptr);
+MOEPERM_API void run_async(const Plan &plan, const PermuteGradData &data,
+                           std::span<std::byte> workspace, void *cuda_stream,
+                           RunCallback on_done = nullptr, void *context = nullptr);
 
 // Whether this build contains the CUDA backend, and how many GPUs the driver reports (0
 // when not built with CUDA, without a driver, or without a GPU).

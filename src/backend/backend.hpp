@@ -11,7 +11,8 @@
 
 namespace moeperm::detail {
 
-// Receives a data error found on a device (SPEC §5.7), on a driver thread; must not call CUDA.
+// Receives the outcome of a device run (success, or a data error of SPEC §5.7) exactly once,
+// on a driver thread, when the stream reaches the end of the run; must not call CUDA.
 struct DeviceErrorSink {
   void (*deliver)(void *context, Status status) = nullptr;
   void *context = nullptr;

@@ -25,6 +25,7 @@ namespace {
 std::mutex g_mu;
 bool g_initialized = false;
 DeviceKind g_device = DeviceKind::cpu;  // guarded by g_mu
+int g_gpu = 0;                          // the CUDA device id when g_device is cuda
 
 struct Allocation {
   size_t size;
@@ -110,6 +111,15 @@ DeviceKind current_device() {
   return g_device;
 }
 
+detail::Status activate_gpu() {
+  int id;
+  {
+    std::lock_guard lock(g_mu);
+    id = g_gpu;
+  }
+  return gpu::set_device(id);
+}
+
 Backend operator_backend() {
   return current_device() == DeviceKind::cuda ? Backend::cuda : Backend::automatic;
 }
@@ -182,6 +192,7 @@ ACL_FUNC_VISIBILITY aclError aclrtSetDevice(int32_t deviceId) {
   }
   std::lock_guard lock(mc::g_mu);
   mc::g_device = cuda ? mc::DeviceKind::cuda : mc::DeviceKind::cpu;
+  mc::g_gpu = cuda ? deviceId : 0;
   return ACL_SUCCESS;
 }
 
@@ -243,7 +254,9 @@ ACL_FUNC_VISIBILITY aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMal
     p = nullptr;
   } else if (device == mc::DeviceKind::cuda) {
     // cudaMalloc aligns to at least 256 bytes; kDeviceAlignment (512) is a CPU-side promise.
-    if (moeperm::detail::Status s = moeperm::gpu::malloc(&p, size); !s.ok())
+    moeperm::detail::Status s = mc::activate_gpu();
+    if (s.ok()) s = moeperm::gpu::malloc(&p, size);
+    if (!s.ok())
       return report_acl(ACL_ERROR_BAD_ALLOC,
                         cat("aclrtMalloc: cannot allocate ", size, " bytes: ", s.message));
   } else {

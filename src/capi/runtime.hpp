@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/status.hpp"
+
 namespace moeperm::capi {
 
 // Note [Devices]: aclrtSetDevice picks the device the runtime serves, process-wide: a CUDA
@@ -20,6 +22,9 @@ enum class DeviceKind { cpu, cuda };
 DeviceKind current_device();
 // The backend the C API's first phase plans for: cuda on a GPU, else automatic.
 Backend operator_backend();
+// CUDA's current device is per thread, the runtime's device process-wide: makes the GPU that
+// aclrtSetDevice chose current on the calling thread before it allocates or launches.
+detail::Status activate_gpu();
 
 inline constexpr size_t kDeviceAlignment = 512;
 

@@ -45,6 +45,7 @@ Stream::~Stream() {
 }
 
 void Stream::record_failure(detail::Status failure) {
+  if (failure.ok()) return;
   std::lock_guard lock(mu_);
   if (first_error_.ok()) first_error_ = std::move(failure);
 }
@@ -125,6 +126,7 @@ void deliver_to_stream(void *context, detail::Status failure) {
 detail::Status submit_to_gpu(aclrtStream handle, const detail::Plan &plan,
                              const detail::Buffers &buffers, void *workspace,
                              uint64_t workspace_bytes) {
+  MOEPERM_TRY(activate_gpu());
   if (!handle) {
     wait_all();
     return detail::execute_on_stream(plan, buffers, workspace, workspace_bytes, nullptr);
@@ -177,8 +179,9 @@ ACL_FUNC_VISIBILITY aclError aclrtCreateStream(aclrtStream *stream) {
       throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
     if (moeperm::capi::current_device() == moeperm::capi::DeviceKind::cuda) {
       void *cuda_stream = nullptr;
-      if (moeperm::detail::Status st = moeperm::gpu::stream_create(&cuda_stream); !st.ok())
-        return report_acl(ACL_ERROR_RT_FAILURE, "aclrtCreateStream: " + st.message);
+      moeperm::detail::Status st = moeperm::capi::activate_gpu();
+      if (st.ok()) st = moeperm::gpu::stream_create(&cuda_stream);
+      if (!st.ok()) return report_acl(ACL_ERROR_RT_FAILURE, "aclrtCreateStream: " + st.message);
       s = new Stream(cuda_stream);
     } else {
       s = new Stream;

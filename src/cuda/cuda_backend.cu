@@ -44,18 +44,24 @@ bool needs_sort(const detail::Plan &p) {
 class StatusPool {
  public:
   Status take(DeviceStatus **out) {
-    std::lock_guard lock(mu_);
-    if (free_.empty()) {
+    for (;;) {
+      {
+        std::lock_guard lock(mu_);
+        if (!free_.empty()) {
+          *out = free_.back();
+          free_.pop_back();
+          return Status::success();
+        }
+      }
+      // Outside the lock: pinning may wait for the device, whose callbacks take the lock.
       constexpr int kChunk = 64;
       void *chunk = nullptr;
-      MOEPERM_TRY(cuda_status(cudaHostAlloc(&chunk, kChunk * sizeof(DeviceStatus),
-                                            cudaHostAllocDefault),
-                              "cudaHostAlloc"));
+      MOEPERM_TRY(cuda_status(
+          cudaHostAlloc(&chunk, kChunk * sizeof(DeviceStatus), cudaHostAllocDefault),
+          "cudaHostAlloc"));
+      std::lock_guard lock(mu_);
       for (int i = 0; i < kChunk; ++i) free_.push_back(static_cast<DeviceStatus *>(chunk) + i);
     }
-    *out = free_.back();
-    free_.pop_back();
-    return Status::success();
   }
   void give_back(DeviceStatus *s) {
     std::lock_guard lock(mu_);
@@ -93,8 +99,7 @@ struct Pending {
 
 void CUDART_CB deliver_status(void *arg) {
   Pending *pending = static_cast<Pending *>(arg);
-  Status s = to_status(pending->plan, *pending->host);
-  if (!s.ok()) pending->sink.deliver(pending->sink.context, std::move(s));
+  pending->sink.deliver(pending->sink.context, to_status(pending->plan, *pending->host));
   status_pool().give_back(pending->host);
   delete pending;
 }
@@ -160,7 +165,10 @@ Status hand_off(const detail::Plan &p, const Workspace &ws, DeviceStatus *host,
     auto *pending = new Pending{p, host, sink};
     Status s = cuda_status(cudaLaunchHostFunc(stream, deliver_status, pending),
                            "cudaLaunchHostFunc");
-    if (!s.ok()) delete pending;
+    if (!s.ok()) {
+      delete pending;
+      (void)cudaStreamSynchronize(stream);  // the copy into `host` must land before its reuse
+    }
     return s;
   }
   MOEPERM_TRY(cuda_status(cudaStreamSynchronize(stream), "cudaStreamSynchronize"));
@@ -198,7 +206,10 @@ Status cuda_run_with_scratch(const detail::Plan &p, const detail::Buffers &b, st
                           "cudaMallocAsync"));
   Status s = cuda_run_on_stream(p, b, static_cast<std::byte *>(scratch), stream_handle, sink);
   const Status f = cuda_status(cudaFreeAsync(scratch, stream), "cudaFreeAsync");
-  return s.ok() ? f : s;
+  // Once the outcome is promised to a sink, this call must report success (the sink's owner
+  // frees its context in the callback); a failed free then only leaks the scratch.
+  if (!s.ok() || sink.deliver) return s;
+  return f;
 }
 
 Status cuda_run(const detail::Plan &p, const detail::Buffers &b, std::byte *base) {

@@ -12,16 +12,6 @@ Status check(cudaError_t err, const char *call) {
                                                        " (", cudaGetErrorString(err), ")"));
 }
 
-cudaMemcpyKind to_cuda(CopyKind kind) {
-  switch (kind) {
-    case CopyKind::host_to_host: return cudaMemcpyHostToHost;
-    case CopyKind::host_to_device: return cudaMemcpyHostToDevice;
-    case CopyKind::device_to_host: return cudaMemcpyDeviceToHost;
-    case CopyKind::device_to_device: return cudaMemcpyDeviceToDevice;
-  }
-  return cudaMemcpyDefault;
-}
-
 }  // namespace
 
 Status set_device(int id) { return check(cudaSetDevice(id), "cudaSetDevice"); }
@@ -31,7 +21,12 @@ Status malloc(void **ptr, size_t bytes) { return check(cudaMalloc(ptr, bytes), "
 Status free(void *ptr) { return check(cudaFree(ptr), "cudaFree"); }
 
 Status memcpy(void *dst, const void *src, size_t bytes, CopyKind kind) {
-  return check(cudaMemcpy(dst, src, bytes, to_cuda(kind)), "cudaMemcpy");
+  // cudaMemcpyDefault (unified addressing) also covers a CPU-device allocation on one side.
+  MOEPERM_TRY(check(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault), "cudaMemcpy"));
+  // A device-to-device cudaMemcpy may return before the copy ends; aclrtMemcpy may not.
+  if (kind == CopyKind::device_to_device)
+    return check(cudaStreamSynchronize(nullptr), "cudaStreamSynchronize");
+  return Status::success();
 }
 
 Status memset(void *ptr, int value, size_t bytes) {

@@ -33,6 +33,17 @@ __device__ __forceinline__ void zero_element(char *dst, int es) {
     *dst = 0;
 }
 
+// acc + v with the NaN result an x86 addss/vaddps gives (the host backends' bits, SPEC §4):
+// the first NaN operand, quieted; inf + -inf gives the "real indefinite" 0xFFC00000. CUDA's
+// add returns a canonical NaN instead. The NaN test is off the data path's critical loads.
+__device__ __forceinline__ float add_like_x86(float acc, float v) {
+  const float r = __fadd_rn(acc, v);
+  if (!isnan(r)) return r;
+  if (isnan(acc)) return __uint_as_float(__float_as_uint(acc) | 0x00400000u);
+  if (isnan(v)) return __uint_as_float(__float_as_uint(v) | 0x00400000u);
+  return __uint_as_float(0xffc00000u);
+}
+
 // Copies source row `sr` of `src` to destination rows dst_rows[0..n) of `dst`, all threads
 // of the block cooperating (each source vector is loaded once and stored n times).
 __device__ __forceinline__ void copy_row_to_rows(const DMatrix &dst, const int64_t *dst_rows,
@@ -98,14 +109,14 @@ __device__ __forceinline__ void sum_rows_to_row(const DMatrix &dst, int64_t dr, 
         for (int u = 0; u < 4; ++u) {
           const S *e = reinterpret_cast<const S *>(&x[u]);
 #pragma unroll
-          for (int k = 0; k < kPer; ++k) acc[k] = __fadd_rn(acc[k], V::load(e[k]));
+          for (int k = 0; k < kPer; ++k) acc[k] = add_like_x86(acc[k], V::load(e[k]));
         }
       }
       for (; i < n; ++i) {
         const uint4 x = __ldg(reinterpret_cast<const uint4 *>(src.row(src_rows[i])) + v);
         const S *e = reinterpret_cast<const S *>(&x);
 #pragma unroll
-        for (int k = 0; k < kPer; ++k) acc[k] = __fadd_rn(acc[k], V::load(e[k]));
+        for (int k = 0; k < kPer; ++k) acc[k] = add_like_x86(acc[k], V::load(e[k]));
       }
       uint4 out;
       S *o = reinterpret_cast<S *>(&out);
@@ -118,7 +129,7 @@ __device__ __forceinline__ void sum_rows_to_row(const DMatrix &dst, int64_t dr, 
   for (int64_t h = done + threadIdx.x; h < H; h += blockDim.x) {
     float acc = 0.0f;
     for (int64_t i = 0; i < n; ++i)
-      acc = __fadd_rn(acc, V::load(*reinterpret_cast<const S *>(src.at(src_rows[i], h))));
+      acc = add_like_x86(acc, V::load(*reinterpret_cast<const S *>(src.at(src_rows[i], h))));
     *reinterpret_cast<S *>(dst.at(dr, h)) = V::store(acc);
   }
 }

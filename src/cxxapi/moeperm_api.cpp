@@ -113,6 +113,64 @@ void run(const Plan &plan, const PermuteGradData &d, std::span<std::byte> worksp
       detail::execute_on_stream(plan.impl(), b, workspace.data(), workspace.size(), cuda_stream));
 }
 
+namespace {
+
+struct Callback {
+  RunCallback fn;
+  void *context;
+};
+
+void deliver_to_callback(void *context, detail::Status status) {
+  auto *cb = static_cast<Callback *>(context);
+  if (cb->fn) cb->fn(cb->context, status.code, status.message.c_str());
+  delete cb;
+}
+
+void enqueue(const Plan &plan, const detail::Buffers &b, std::span<std::byte> workspace,
+             void *cuda_stream, RunCallback on_done, void *context) {
+  if (plan.impl().backend != detail::BackendId::cuda) {
+    throw_if_failed(detail::execute(plan.impl(), b, workspace.data(), workspace.size()));
+    if (on_done) on_done(context, Code::ok, "");
+    return;
+  }
+  auto *cb = new Callback{on_done, context};
+  const detail::Status s =
+      detail::execute_on_stream(plan.impl(), b, workspace.data(), workspace.size(), cuda_stream,
+                                detail::DeviceErrorSink{deliver_to_callback, cb});
+  if (!s.ok()) {
+    delete cb;  // nothing was enqueued that could call back
+    throw_if_failed(s);
+  }
+}
+
+}  // namespace
+
+void run_async(const Plan &plan, const PermuteData &d, std::span<std::byte> workspace,
+               void *cuda_stream, RunCallback on_done, void *context) {
+  if (plan.is_grad())
+    throw Error(
+        Code::invalid_param,
+        "moeperm::run_async: a MoeTokenPermuteWithRoutingMapGrad plan was given PermuteData");
+  enqueue(plan,
+          detail::Buffers{const_cast<void *>(d.tokens), d.permuted_tokens, d.routing_map,
+                          const_cast<void *>(d.probs), d.permuted_probs, d.sorted_indices},
+          workspace, cuda_stream, on_done, context);
+}
+
+void run_async(const Plan &plan, const PermuteGradData &d, std::span<std::byte> workspace,
+               void *cuda_stream, RunCallback on_done, void *context) {
+  if (!plan.is_grad())
+    throw Error(
+        Code::invalid_param,
+        "moeperm::run_async: a MoeTokenPermuteWithRoutingMap plan was given PermuteGradData");
+  enqueue(plan,
+          detail::Buffers{d.tokens_grad_out, const_cast<void *>(d.permuted_token_output_grad),
+                          d.routing_map, d.probs_grad_out,
+                          const_cast<void *>(d.permuted_probs_output_grad),
+                          const_cast<void *>(d.sorted_indices)},
+          workspace, cuda_stream, on_done, context);
+}
+
 bool cuda_built() noexcept { return detail::cuda_backend_built(); }
 int cuda_device_count() noexcept { return detail::cuda_device_count(); }
 
