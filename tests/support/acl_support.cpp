@@ -1,5 +1,7 @@
 #include "acl_support.hpp"
 
+#include "gpu_mode.hpp"
+
 #include <acl/acl.h>
 
 #include <algorithm>
@@ -25,6 +27,7 @@ CStatus c_status(int32_t code) {
 }
 
 CStatus c_forward(Problem &p) {
+  if (gpu_mode()) return c_run_on_gpu(p, false);
   const bool probs = p.spec.with_probs;
   auto x = make_acl_tensor(p.tokens), m = make_acl_tensor(p.routing_map);
   auto y = make_acl_tensor(p.permuted_tokens), s = make_acl_tensor(p.sorted_indices);
@@ -42,6 +45,7 @@ CStatus c_forward(Problem &p) {
 }
 
 CStatus c_backward(Problem &p) {
+  if (gpu_mode()) return c_run_on_gpu(p, true);
   const bool probs = p.spec.with_probs;
   auto g = make_acl_tensor(p.grad), s = make_acl_tensor(p.sorted_indices);
   auto m = make_acl_tensor(p.routing_map), tg = make_acl_tensor(p.tokens_grad);

@@ -1,5 +1,7 @@
 #include "testing.hpp"
 
+#include "gpu_mode.hpp"
+
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -20,12 +22,16 @@ std::vector<std::byte> exact_workspace(const Plan &plan) {
 }  // namespace
 
 void run_forward(Problem &p, Backend backend) {
+  if (backend == Backend::cuda || (gpu_mode() && backend != Backend::reference))
+    return run_on_gpu(p, false);
   const Plan plan = plan_permute(p.permute_desc(), PlanOptions{backend});
   auto ws = exact_workspace(plan);
   run(plan, p.permute_data(), ws);
 }
 
 void run_backward(Problem &p, Backend backend) {
+  if (backend == Backend::cuda || (gpu_mode() && backend != Backend::reference))
+    return run_on_gpu(p, true);
   const Plan plan = plan_permute_grad(p.grad_desc(), PlanOptions{backend});
   auto ws = exact_workspace(plan);
   run(plan, p.grad_data(), ws);
