@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU: builds moeperm with its CUDA backend (for this GPU only,
+# to build fast), runs the `gpu` tests (the conformance suite on the GPU, bitwise against the
+# reference), a CANN program unchanged on the GPU, the Python tests with CUDA tensors when
+# the extension can be built, then `moeperm bench --device cuda` and PyTorch's eager
+# composition of the same operators, and prints a short table last. About 3-4 minutes on a
+# 16-core H200 machine. Results also go to ${MOEPERM_GPU_OUT:-build/gpu-check}/.
+#
+# GoogleTest is needed for the gpu tests; where it is not installed (no network), give its
+# prefix as GTEST_ROOT (e.g. Debian's libgtest-dev unpacked with `dpkg -x`); without it the
+# script says so and runs the rest.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+out=${MOEPERM_GPU_OUT:-build/gpu-check}
+mkdir -p "$out"
+build=build/gpu
+status=0
+note() { echo "gpu-check: $*"; }
+
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+arch=${MOEPERM_CUDA_ARCH:-native}
+tests=ON
+if ! { [[ -n "${GTEST_ROOT:-}" ]] || ls /usr/lib/*/libgtest.a /usr/lib/libgtest.a /usr/local/lib*/libgtest.a >/dev/null 2>&1; }; then
+  tests=OFF
+  note "GoogleTest not found (set GTEST_ROOT): the gtest-based gpu tests are not built"
+fi
+python=OFF
+python3 -c "import nanobind, torch" 2>/dev/null && python=ON
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOEPERM_CUDA=ON \
+  -DMOEPERM_CUDA_ARCHITECTURES="$arch" -DMOEPERM_BUILD_TESTS=$tests -DMOEPERM_PYTHON=$python \
+  -DPython_EXECUTABLE="$(command -v python3)" ${GTEST_ROOT:+-DGTest_ROOT=$GTEST_ROOT} \
+  >"$out/configure.log" 2>&1 || { cat "$out/configure.log"; exit 1; }
+cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+note "built ($(grep -c 'Building CUDA' "$out/build.log") CUDA files, arch $arch)"
+
+if [[ $tests == ON ]]; then
+  ctest --test-dir "$build" -L gpu --output-on-failure -j4 2>&1 | tee "$out/ctest-gpu.log" | tail -5
+  ((${PIPESTATUS[0]} == 0)) || status=1
+fi
+if [[ $python == ON ]]; then
+  ctest --test-dir "$build" -L python --output-on-failure 2>&1 | tee "$out/ctest-python.log" | tail -3
+  ((${PIPESTATUS[0]} == 0)) || status=1
+fi
+# A CANN program, unchanged, on the GPU (aclrtSetDevice picks it).
+if MOEPERM_DEVICE=cuda "$build/tools/moeperm" run --repeat 3 >"$out/run.log" 2>&1; then
+  note "moeperm run on the GPU: $(grep '^verified' "$out/run.log" | tail -1)"
+else
+  status=1; note "moeperm run on the GPU FAILED"; tail -5 "$out/run.log"
+fi
+
+"$build/tools/moeperm" bench --device cuda --suite named --runs 30 --json "$out/bench-cuda.json" \
+  >"$out/bench-cuda.txt" 2>&1 || { status=1; tail -5 "$out/bench-cuda.txt"; }
+torch_json=""
+if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+  python3 scripts/torch_grad_baseline.py >"$out/torch.json" 2>"$out/torch.log" && torch_json="$out/torch.json"
+fi
+
+python3 - "$out/bench-cuda.json" "$torch_json" <<'PY'
+import json, sys
+bench = json.load(open(sys.argv[1]))
+torch = json.load(open(sys.argv[2])) if sys.argv[2] else {}
+print("\n| case | op | moeperm ms | GB/s | D2D copy ms | % of copy bandwidth | bits vs CPU | PyTorch eager ms | speedup |")
+print("|---|---|---:|---:|---:|---:|---|---:|---:|")
+for c in bench["cases"]:
+    for op in ("forward", "backward"):
+        r = c[op]
+        t = torch.get(c["name"], {}).get(op + "_ms")
+        diff = r.get("bit_differences_vs_cpu")
+        eager = "-" if t is None else "%.3f" % t
+        speedup = "-" if t is None else "%.1fx" % (t / r["median_ms"])
+        bits = "equal" if diff == 0 else str(diff)
+        print("| %s | %s | %.3f | %.0f | %.3f | %.0f%% | %s | %s | %s |" % (
+            c["name"], op, r["median_ms"], r["gbps"], r["memcpy_ms"],
+            100 / r["ratio_to_memcpy"], bits, eager, speedup))
+PY
+exit $status
