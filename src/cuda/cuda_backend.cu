@@ -26,6 +26,7 @@ namespace {
 enum Slot : int {
   kSlotStatus = 0,
   kSlotTileCounts,
+  kSlotChunkCounts,
   kSlotExpertOffsets,
   kSlotSortKeys,
   kSlotSortValues,
@@ -111,6 +112,8 @@ Status cuda_prepare(detail::Plan &p) {
   if (needs_ranks(p)) {
     p.ws_slot[kSlotTileCounts] =
         w.add("tile_counts", static_cast<uint64_t>(p.E * tiles_of(p.T)) * sizeof(int32_t));
+    p.ws_slot[kSlotChunkCounts] =
+        w.add("chunk_counts", static_cast<uint64_t>(p.T * chunks_of(p.E)) * sizeof(int32_t));
     p.ws_slot[kSlotExpertOffsets] =
         w.add("expert_offsets", static_cast<uint64_t>(p.E + 1) * sizeof(int64_t));
   }
@@ -145,6 +148,7 @@ Workspace resolve(const detail::Plan &p, std::byte *base) {
   };
   ws.status = static_cast<DeviceStatus *>(at(kSlotStatus));
   ws.tile_counts = static_cast<int32_t *>(at(kSlotTileCounts));
+  ws.chunk_counts = static_cast<int32_t *>(at(kSlotChunkCounts));
   ws.expert_offsets = static_cast<int64_t *>(at(kSlotExpertOffsets));
   ws.sort_keys = static_cast<int32_t *>(at(kSlotSortKeys));
   ws.sort_values = static_cast<int64_t *>(at(kSlotSortValues));

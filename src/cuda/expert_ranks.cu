@@ -1,10 +1,16 @@
-// Expert-major ranks of the routing map without atomics in anything that is summed:
-// 1. count_tiles: one warp per tile of 32 tokens walks the experts; a ballot gives, per
-//    expert, the routed tokens of the tile (and each lane keeps its token's expert count);
-// 2. scan_tiles: per expert, an exclusive scan over its tiles (one block per expert), then
+// Expert-major ranks of the routing map (SPEC §2's `f`), without atomics in anything summed.
+// The map is cut into cells of 32 tokens (a tile, one lane each) x 32 experts (a chunk), one
+// warp per cell, so that the work has T/32 * E/32 independent warps rather than a walk over
+// all E experts per warp. Each lane first loads its token's 32 routing bytes (two 16-byte
+// loads when the row is contiguous and aligned) into a bit mask.
+// 1. count_cells: per expert, the routed tokens of the tile (a ballot per expert); per token,
+//    its routed experts in the chunk (a popcount);
+// 2. check_rows (forward, drop-less): a token with more than K experts is a data error;
+// 3. scan_tiles: per expert, an exclusive scan over its tiles (one block per expert), then
 //    one block scans the experts' totals into expert_offsets (offsets[E] = nnz);
-// 3. the rank kernels walk the experts again: a routed (t, e) sits at expert-major position
-//    offsets[e] + scan[e][tile] + (routed lanes below t in the ballot).
+// 4. the rank kernels: a routed (t, e) sits at expert-major position
+//    offsets[e] + scan[e][tile] + (routed lanes below t in e's ballot), and is the
+//    (routed experts of t before chunk) + (bits of t below e in the chunk)-th expert of t.
 // Every step is a pure function of the map, so the ranks equal the reference's stable sort.
 #include <cub/block/block_scan.cuh>
 
@@ -15,51 +21,89 @@ namespace moeperm::cuda {
 namespace {
 
 constexpr int kWarpsPerBlock = 8;
+constexpr int kChunk = 32;  // experts per cell
 constexpr unsigned kFull = 0xffffffffu;
 
-__device__ __forceinline__ bool routed(const DMatrix &map, int64_t t, int64_t e) {
-  return *map.at(t, e) != 0;  // int8 or bool: any nonzero byte routes
+__device__ __forceinline__ unsigned lane() { return threadIdx.x & 31u; }
+__device__ __forceinline__ unsigned lanes_below() { return (1u << lane()) - 1u; }
+
+struct Cell {
+  int64_t tile, chunk, t, e0;
+  bool valid;  // the lane's token exists
+};
+
+// The warp's cell; false when the warp has none (whole warps exit together).
+__device__ __forceinline__ bool cell_of_warp(int64_t T, int64_t tiles, int64_t chunks, Cell &c) {
+  const int64_t w = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  if (w >= tiles * chunks) return false;
+  c.tile = w / chunks;
+  c.chunk = w % chunks;
+  c.t = c.tile * 32 + lane();
+  c.e0 = c.chunk * kChunk;
+  c.valid = c.t < T;
+  return true;
 }
 
-__device__ __forceinline__ int64_t warp_tile() {
-  return (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-}
-
-__device__ __forceinline__ unsigned lanes_below() { return (1u << (threadIdx.x & 31u)) - 1u; }
-
-unsigned blocks_for_tiles(int64_t tiles) {
-  return static_cast<unsigned>((tiles + kWarpsPerBlock - 1) / kWarpsPerBlock);
-}
-
-__global__ void count_tiles_kernel(DMatrix map, int64_t T, int64_t E, int64_t tiles,
-                                   int32_t *counts, int64_t row_limit, DeviceStatus *status) {
-  const int64_t tile = warp_tile();
-  if (tile >= tiles) return;  // whole warps exit together
-  const int64_t t = tile * 32 + (threadIdx.x & 31);
-  const bool valid = t < T;
-  int64_t row = 0;
-  for (int64_t e = 0; e < E; ++e) {
-    const bool r = valid && routed(map, t, e);
-    const unsigned mask = __ballot_sync(kFull, r);
-    if ((threadIdx.x & 31) == 0) counts[e * tiles + tile] = __popc(mask);
-    row += r;
+// Bit i: token c.t is routed to expert c.e0 + i (int8 or bool: any nonzero byte routes).
+__device__ __forceinline__ unsigned routing_bits(const DMatrix &map, int64_t E, const Cell &c) {
+  if (!c.valid) return 0;
+  const int64_t n = E - c.e0 < kChunk ? E - c.e0 : kChunk;
+  const char *p = map.at(c.t, c.e0);
+  unsigned bits = 0;
+  if (n == kChunk && map.contiguous_rows() && aligned16(p)) {
+    uint4 v[2];
+    v[0] = reinterpret_cast<const uint4 *>(p)[0];
+    v[1] = reinterpret_cast<const uint4 *>(p)[1];
+    const unsigned char *b = reinterpret_cast<const unsigned char *>(v);
+#pragma unroll
+    for (int i = 0; i < kChunk; ++i) bits |= static_cast<unsigned>(b[i] != 0) << i;
+    return bits;
   }
-  if (row_limit >= 0 && valid && row > row_limit)
-    atomicMin(&status->first_bad, static_cast<unsigned long long>(t));
+  for (int64_t i = 0; i < n; ++i) bits |= static_cast<unsigned>(*map.at(c.t, c.e0 + i) != 0) << i;
+  return bits;
+}
+
+unsigned blocks_for_cells(int64_t cells) {
+  return grid_of((cells + kWarpsPerBlock - 1) / kWarpsPerBlock);
+}
+
+__global__ void count_cells_kernel(DMatrix map, int64_t T, int64_t E, int64_t tiles,
+                                   int64_t chunks, int32_t *tile_counts, int32_t *chunk_counts) {
+  Cell c;
+  if (!cell_of_warp(T, tiles, chunks, c)) return;
+  const unsigned bits = routing_bits(map, E, c);
+  int32_t mine = 0;  // lane i: the tile's routed tokens for expert e0 + i
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) {
+    const unsigned m = __ballot_sync(kFull, (bits >> i) & 1u);
+    if (lane() == static_cast<unsigned>(i)) mine = __popc(m);
+  }
+  if (c.e0 + lane() < E) tile_counts[(c.e0 + lane()) * tiles + c.tile] = mine;
+  if (c.valid) chunk_counts[c.t * chunks + c.chunk] = __popc(bits);
+}
+
+__global__ void check_rows_kernel(const int32_t *chunk_counts, int64_t T, int64_t chunks,
+                                  int64_t K, DeviceStatus *status) {
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < T;
+       t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    int64_t n = 0;
+    for (int64_t c = 0; c < chunks; ++c) n += chunk_counts[t * chunks + c];
+    if (n > K) atomicMin(&status->first_bad, static_cast<unsigned long long>(t));
+  }
 }
 
 // One block per expert: exclusive scan of its tile counts in place; its total to offsets[e].
 __global__ void scan_tiles_kernel(int32_t *counts, int64_t tiles, int64_t *offsets) {
   using Scan = cub::BlockScan<int64_t, 256>;
   __shared__ typename Scan::TempStorage temp;
-  int32_t *c = counts + static_cast<int64_t>(blockIdx.x) * tiles;
+  int32_t *cnt = counts + static_cast<int64_t>(blockIdx.x) * tiles;
   int64_t carry = 0;
   for (int64_t base = 0; base < tiles; base += 256) {
     const int64_t i = base + threadIdx.x;
-    const int64_t v = i < tiles ? c[i] : 0;
+    const int64_t v = i < tiles ? cnt[i] : 0;
     int64_t excl, total;
     Scan(temp).ExclusiveSum(v, excl, total);
-    if (i < tiles) c[i] = static_cast<int32_t>(carry + excl);  // < T: fits int32
+    if (i < tiles) cnt[i] = static_cast<int32_t>(carry + excl);  // < T: fits int32
     carry += total;
     __syncthreads();  // temp is reused
   }
@@ -94,7 +138,7 @@ __global__ void finalize_status_kernel(DeviceStatus *st, int kind_if_bad, const 
       st->bad_value = *reinterpret_cast<const int32_t *>(sorted.at(pos));
     } else {  // kTooManyExpertsInRow: the row's expert count
       long long n = 0;
-      for (int64_t e = 0; e < E; ++e) n += routed(map, pos, e);
+      for (int64_t e = 0; e < E; ++e) n += *map.at(pos, e) != 0;
       st->bad_value = n;
     }
     st->failed = 1;
@@ -105,80 +149,119 @@ __global__ void finalize_status_kernel(DeviceStatus *st, int kind_if_bad, const 
   }
 }
 
+// What every rank kernel needs per expert, loaded once by lane i for expert e0 + i and then
+// broadcast with __shfl_sync: the expert's expert-major start, its routed tokens before this
+// tile, and its total.
+struct ExpertBases {
+  int64_t offset = 0, before_tile = 0, total = 0;
+};
+
+__device__ __forceinline__ ExpertBases expert_bases(const Cell &c, int64_t E, int64_t tiles,
+                                                    const int32_t *scan, const int64_t *offsets) {
+  ExpertBases b;
+  const int64_t e = c.e0 + lane();
+  if (e < E) {
+    b.offset = offsets[e];
+    b.before_tile = scan[e * tiles + c.tile];
+    b.total = offsets[e + 1] - offsets[e];
+  }
+  return b;
+}
+
 __global__ void rank_forward_dropless_kernel(DMatrix map, int64_t T, int64_t E, int64_t K,
-                                             int64_t tiles, const int32_t *scan,
-                                             const int64_t *offsets, DVector sorted, DMatrix probs,
-                                             DVector permuted_probs, bool with_probs,
-                                             const DeviceStatus *status) {
+                                             int64_t tiles, int64_t chunks, const int32_t *scan,
+                                             const int32_t *chunk_counts, const int64_t *offsets,
+                                             DVector sorted, DMatrix probs, DVector permuted_probs,
+                                             bool with_probs, const DeviceStatus *status) {
   if (status->failed) return;
-  const int64_t tile = warp_tile();
-  if (tile >= tiles) return;
-  const int64_t t = tile * 32 + (threadIdx.x & 31);
-  const bool valid = t < T;
-  int64_t slot = 0;
-  for (int64_t e = 0; e < E; ++e) {
-    const bool r = valid && routed(map, t, e);
-    const unsigned mask = __ballot_sync(kFull, r);
+  Cell c;
+  if (!cell_of_warp(T, tiles, chunks, c)) return;
+  const unsigned bits = routing_bits(map, E, c);
+  const ExpertBases b = expert_bases(c, E, tiles, scan, offsets);
+  int64_t slot = 0;  // token t's experts in earlier chunks
+  if (c.valid)
+    for (int64_t k = 0; k < c.chunk; ++k) slot += chunk_counts[c.t * chunks + k];
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) {
+    const bool r = (bits >> i) & 1u;
+    const unsigned m = __ballot_sync(kFull, r);
+    const int64_t start = __shfl_sync(kFull, b.offset + b.before_tile, i);
     if (r) {
-      const int64_t j = offsets[e] + scan[e * tiles + tile] + __popc(mask & lanes_below());
-      *reinterpret_cast<int32_t *>(sorted.at(t * K + slot)) = static_cast<int32_t>(j);
-      if (with_probs) copy_element(permuted_probs.at(j), probs.at(t, e), probs.es);
-      ++slot;
+      const int64_t j = start + __popc(m & lanes_below());
+      const int64_t s = slot + __popc(bits & ((1u << i) - 1u));
+      *reinterpret_cast<int32_t *>(sorted.at(c.t * K + s)) = static_cast<int32_t>(j);
+      if (with_probs) copy_element(permuted_probs.at(j), probs.at(c.t, c.e0 + i), probs.es);
     }
   }
-  for (; valid && slot < K; ++slot) *reinterpret_cast<int32_t *>(sorted.at(t * K + slot)) = -1;
+  // The last chunk's warp knows the token's total: its remaining slots hold -1.
+  if (c.valid && c.chunk == chunks - 1)
+    for (int64_t s = slot + __popc(bits); s < K; ++s)
+      *reinterpret_cast<int32_t *>(sorted.at(c.t * K + s)) = -1;
 }
 
 __global__ void rank_forward_dp_kernel(DMatrix map, int64_t T, int64_t E, int64_t C,
-                                       int64_t tiles, const int32_t *scan, const int64_t *offsets,
-                                       DVector sorted, const DeviceStatus *status) {
+                                       int64_t tiles, int64_t chunks, const int32_t *scan,
+                                       const int64_t *offsets, DVector sorted,
+                                       const DeviceStatus *status) {
   if (status->failed) return;
-  const int64_t tile = warp_tile();
-  if (tile >= tiles) return;
-  const int64_t t = tile * 32 + (threadIdx.x & 31);
-  const bool valid = t < T;
-  for (int64_t e = 0; e < E; ++e) {
-    const bool r = valid && routed(map, t, e);
-    const unsigned mask = __ballot_sync(kFull, r);
-    if (!valid) continue;
-    const int64_t routed_before = scan[e * tiles + tile] + __popc(mask & lanes_below());
-    const int64_t routed_total = offsets[e + 1] - offsets[e];
+  Cell c;
+  if (!cell_of_warp(T, tiles, chunks, c)) return;
+  const unsigned bits = routing_bits(map, E, c);
+  const ExpertBases b = expert_bases(c, E, tiles, scan, offsets);
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) {
+    const bool r = (bits >> i) & 1u;
+    const unsigned m = __ballot_sync(kFull, r);
+    // Tokens of the expert routed before t (the rank of t among them when t is routed).
+    const int64_t before = __shfl_sync(kFull, b.before_tile, i) + __popc(m & lanes_below());
+    const int64_t total = __shfl_sync(kFull, b.total, i);
+    if (!c.valid || c.e0 + i >= E) continue;
     // Routed tokens first (ascending), then the unrouted ones (ascending), truncated to C.
-    const int64_t pos = r ? routed_before : routed_total + (t - routed_before);
-    if (pos < C) *reinterpret_cast<int32_t *>(sorted.at(e * C + pos)) = static_cast<int32_t>(t);
+    const int64_t pos = r ? before : total + (c.t - before);
+    if (pos < C)
+      *reinterpret_cast<int32_t *>(sorted.at((c.e0 + i) * C + pos)) = static_cast<int32_t>(c.t);
   }
 }
 
 __global__ void rank_grad_probs_kernel(DMatrix map, int64_t T, int64_t E, int64_t tiles,
-                                       const int32_t *scan, const int64_t *offsets, DMatrix dense,
+                                       int64_t chunks, const int32_t *scan,
+                                       const int64_t *offsets, DMatrix dense,
                                        DVector permuted_probs, const DeviceStatus *status) {
   if (status->failed) return;
-  const int64_t tile = warp_tile();
-  if (tile >= tiles) return;
-  const int64_t t = tile * 32 + (threadIdx.x & 31);
-  const bool valid = t < T;
-  for (int64_t e = 0; e < E; ++e) {
-    const bool r = valid && routed(map, t, e);
-    const unsigned mask = __ballot_sync(kFull, r);
-    if (!valid) continue;
-    if (r) {
-      const int64_t j = offsets[e] + scan[e * tiles + tile] + __popc(mask & lanes_below());
-      copy_element(dense.at(t, e), permuted_probs.at(j), dense.es);
-    } else {
-      zero_element(dense.at(t, e), dense.es);
-    }
+  Cell c;
+  if (!cell_of_warp(T, tiles, chunks, c)) return;
+  const unsigned bits = routing_bits(map, E, c);
+  const ExpertBases b = expert_bases(c, E, tiles, scan, offsets);
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) {
+    const bool r = (bits >> i) & 1u;
+    const unsigned m = __ballot_sync(kFull, r);
+    const int64_t start = __shfl_sync(kFull, b.offset + b.before_tile, i);
+    if (!c.valid || c.e0 + i >= E) continue;
+    if (r)
+      copy_element(dense.at(c.t, c.e0 + i), permuted_probs.at(start + __popc(m & lanes_below())),
+                   dense.es);
+    else
+      zero_element(dense.at(c.t, c.e0 + i), dense.es);
   }
 }
 
 }  // namespace
 
-Status count_tiles(const detail::Plan &p, const DMatrix &map, int32_t *tile_counts,
-                   int64_t row_limit, DeviceStatus *status, cudaStream_t stream) {
-  const int64_t tiles = tiles_of(p.T);
-  if (tiles == 0 || p.E == 0) return Status::success();
-  count_tiles_kernel<<<blocks_for_tiles(tiles), kWarpsPerBlock * 32, 0, stream>>>(
-      map, p.T, p.E, tiles, tile_counts, row_limit, status);
-  return launched("count_tiles");
+// At least one chunk, so that E = 0 still gives every token its cell (drop-less: all -1).
+int64_t chunks_of(int64_t E) { return E == 0 ? 1 : (E + kChunk - 1) / kChunk; }
+
+Status count_tiles(const detail::Plan &p, const DMatrix &map, const Workspace &ws,
+                   int64_t row_limit, cudaStream_t stream) {
+  const int64_t tiles = tiles_of(p.T), chunks = chunks_of(p.E);
+  if (tiles == 0) return Status::success();
+  count_cells_kernel<<<blocks_for_cells(tiles * chunks), kWarpsPerBlock * 32, 0, stream>>>(
+      map, p.T, p.E, tiles, chunks, ws.tile_counts, ws.chunk_counts);
+  MOEPERM_TRY(launched("count_cells"));
+  if (row_limit < 0) return Status::success();
+  check_rows_kernel<<<grid_of((p.T + 255) / 256), 256, 0, stream>>>(ws.chunk_counts, p.T, chunks,
+                                                                    row_limit, ws.status);
+  return launched("check_rows");
 }
 
 Status scan_tiles(const detail::Plan &p, int32_t *tile_counts, int64_t *expert_offsets,
@@ -209,31 +292,33 @@ Status finalize_status(const detail::Plan &p, DeviceStatus *status, const int64_
 Status rank_forward_dropless(const detail::Plan &p, const DMatrix &map, const Workspace &ws,
                              const DVector &sorted, const DMatrix &probs,
                              const DVector &permuted_probs, cudaStream_t stream) {
-  const int64_t tiles = tiles_of(p.T);
+  const int64_t tiles = tiles_of(p.T), chunks = chunks_of(p.E);
   if (tiles == 0) return Status::success();
-  rank_forward_dropless_kernel<<<blocks_for_tiles(tiles), kWarpsPerBlock * 32, 0, stream>>>(
-      map, p.T, p.E, p.K, tiles, ws.tile_counts, ws.expert_offsets, sorted, probs,
-      permuted_probs, p.probs == detail::ProbsWork::compute, ws.status);
+  rank_forward_dropless_kernel<<<blocks_for_cells(tiles * chunks), kWarpsPerBlock * 32, 0,
+                                 stream>>>(map, p.T, p.E, p.K, tiles, chunks, ws.tile_counts,
+                                           ws.chunk_counts, ws.expert_offsets, sorted, probs,
+                                           permuted_probs, p.probs == detail::ProbsWork::compute,
+                                           ws.status);
   return launched("rank_forward_dropless");
 }
 
 Status rank_forward_drop_and_pad(const detail::Plan &p, const DMatrix &map, const Workspace &ws,
                                  const DVector &sorted, cudaStream_t stream) {
-  const int64_t tiles = tiles_of(p.T);
-  if (tiles == 0 || p.C == 0) return Status::success();
-  rank_forward_dp_kernel<<<blocks_for_tiles(tiles), kWarpsPerBlock * 32, 0, stream>>>(
-      map, p.T, p.E, p.C, tiles, ws.tile_counts, ws.expert_offsets, sorted, ws.status);
+  const int64_t tiles = tiles_of(p.T), chunks = chunks_of(p.E);
+  if (tiles == 0 || chunks == 0 || p.C == 0) return Status::success();
+  rank_forward_dp_kernel<<<blocks_for_cells(tiles * chunks), kWarpsPerBlock * 32, 0, stream>>>(
+      map, p.T, p.E, p.C, tiles, chunks, ws.tile_counts, ws.expert_offsets, sorted, ws.status);
   return launched("rank_forward_drop_and_pad");
 }
 
 Status rank_grad_probs(const detail::Plan &p, const DMatrix &map, const Workspace &ws,
                        const DMatrix &dense_probs, const DVector &permuted_probs,
                        cudaStream_t stream) {
-  const int64_t tiles = tiles_of(p.T);
-  if (tiles == 0) return Status::success();
-  rank_grad_probs_kernel<<<blocks_for_tiles(tiles), kWarpsPerBlock * 32, 0, stream>>>(
-      map, p.T, p.E, tiles, ws.tile_counts, ws.expert_offsets, dense_probs, permuted_probs,
-      ws.status);
+  const int64_t tiles = tiles_of(p.T), chunks = chunks_of(p.E);
+  if (tiles == 0 || chunks == 0) return Status::success();
+  rank_grad_probs_kernel<<<blocks_for_cells(tiles * chunks), kWarpsPerBlock * 32, 0, stream>>>(
+      map, p.T, p.E, tiles, chunks, ws.tile_counts, ws.expert_offsets, dense_probs,
+      permuted_probs, ws.status);
   return launched("rank_grad_probs");
 }
 

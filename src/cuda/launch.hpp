@@ -12,14 +12,17 @@ namespace moeperm::cuda {
 
 using detail::Status;
 
-// Tokens per tile of the rank kernels: one warp per tile, one lane per token.
+// Tokens per tile of the rank kernels: one lane per token.
 inline constexpr int64_t kTileTokens = 32;
 inline int64_t tiles_of(int64_t T) { return (T + kTileTokens - 1) / kTileTokens; }
+// Chunks of 32 experts (at least one); expert_ranks.cu.
+int64_t chunks_of(int64_t E);
 
 // The workspace views every run receives (Plan::ws_slot ids resolved to pointers).
 struct Workspace {
   DeviceStatus *status = nullptr;
   int32_t *tile_counts = nullptr;     // [E][tiles]: routed tokens per tile, then their scan
+  int32_t *chunk_counts = nullptr;    // [T][chunks]: each token's routed experts per chunk
   int64_t *expert_offsets = nullptr;  // [E + 1]: expert-major start of each expert; [E] = nnz
   int32_t *sort_keys = nullptr;       // [2][R]  drop-and-pad backward: S, then sorted
   int64_t *sort_values = nullptr;     // [2][R]  j, then in key order (stable)
@@ -29,8 +32,10 @@ struct Workspace {
 };
 
 // expert_ranks.cu: expert-major ranks of the routing map (SPEC §2's `f`).
-Status count_tiles(const detail::Plan &p, const DMatrix &map, int32_t *tile_counts,
-                   int64_t row_limit, DeviceStatus *status, cudaStream_t stream);
+// Fills ws.tile_counts and ws.chunk_counts; row_limit >= 0 also flags the first token with
+// more than row_limit experts in ws.status.
+Status count_tiles(const detail::Plan &p, const DMatrix &map, const Workspace &ws,
+                   int64_t row_limit, cudaStream_t stream);
 Status scan_tiles(const detail::Plan &p, int32_t *tile_counts, int64_t *expert_offsets,
                   cudaStream_t stream);
 // Fills in the offending value and `failed` (Note [Device errors]).

@@ -74,7 +74,7 @@ Status permute(const detail::Plan &p, const detail::Buffers &b, const Workspace 
   const DVector sorted = view(p.sorted_indices, b.sorted_indices, DType::i32);
 
   // Ranks, and the drop-less row check (more than K experts), before any output is written.
-  MOEPERM_TRY(count_tiles(p, map, ws.tile_counts, p.drop_and_pad ? -1 : p.K, ws.status, stream));
+  MOEPERM_TRY(count_tiles(p, map, ws, p.drop_and_pad ? -1 : p.K, stream));
   MOEPERM_TRY(scan_tiles(p, ws.tile_counts, ws.expert_offsets, stream));
   MOEPERM_TRY(finalize_status(p, ws.status, ws.expert_offsets, false, sorted, map, stream));
 

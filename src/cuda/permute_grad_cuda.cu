@@ -143,7 +143,7 @@ Status permute_grad(const detail::Plan &p, const detail::Buffers &b, const Works
     MOEPERM_TRY(launched("check_indices"));
   }
   if (probs_from_ranks) {
-    MOEPERM_TRY(count_tiles(p, map, ws.tile_counts, -1, ws.status, stream));
+    MOEPERM_TRY(count_tiles(p, map, ws, -1, stream));
     MOEPERM_TRY(scan_tiles(p, ws.tile_counts, ws.expert_offsets, stream));
   }
   MOEPERM_TRY(finalize_status(p, ws.status, ws.expert_offsets, probs_from_ranks, S, map, stream));
