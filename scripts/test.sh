@@ -44,5 +44,9 @@ while read -r f n; do
 done < <(grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" |
          sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1 \2/')
 skipped=$(grep -c '(Skipped)' "$log" || true)
+gpu_skipped=$(grep -cE ' - gpu[._][^ ]* \(Skipped\)' "$log" || true)
+if ((gpu_skipped > 0)); then
+  echo "note: ${gpu_skipped} gpu tests skipped: no CUDA GPU here (label gpu; scripts/gpu-check.sh runs them on a GPU)"
+fi
 echo "ctest: $((total - failed - skipped)) passed, ${failed} failed, ${skipped} skipped"
 exit "$status"
