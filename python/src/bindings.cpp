@@ -202,7 +202,7 @@ Allocated allocate(const char *api, const nb::callable &alloc, const char *name,
                              "\") returned an object that is not a writable array");
   bool ok = a.ndim() == want.shape.size() &&
             static_cast<int64_t>(a.itemsize()) == moeperm::element_size(want.dtype) &&
-            (a.device_type() == kDLCUDA) == dev.cuda;
+            (a.device_type() == kDLCUDA) == dev.cuda && (!dev.cuda || a.device_id() == dev.id);
   // Strides of an array without elements do not matter (and frameworks pick any).
   const bool empty = a.size() == 0;
   int64_t expected_stride = 1;

@@ -5,8 +5,8 @@
 
 // The object behind CANN's opaque aclTensor handle.
 struct aclTensor {
-  moeperm::TensorDesc desc;  // view dims, strides and offset in elements; storage size
-  void *data = nullptr;      // storage base (element 0 of the allocation)
+  moeperm::TensorDesc desc;        // view dims, strides and offset in elements; storage size
+  void *data = nullptr;            // storage base (element 0 of the allocation)
   int32_t format = ACL_FORMAT_ND;  // as passed (C callers may pass any int; see enum_value.hpp)
 };
 

@@ -32,7 +32,8 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspa
                                   desc_of(tokensGradOut),
                                   desc_of(probsGradOutOptional)};
   detail::Plan plan;
-  if (detail::Status s = detail::make_permute_grad_plan(ops, capi::operator_backend(), &plan); !s.ok())
+  if (detail::Status s = detail::make_permute_grad_plan(ops, capi::operator_backend(), &plan);
+      !s.ok())
     return capi::report(s);
   detail::Buffers buffers{data_of(tokensGradOut),
                           data_of(permutedTokenOutputGrad),
@@ -42,7 +43,8 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspa
                           data_of(sortedIndices)};
   return capi::finish_first_phase(plan, buffers, workspaceSize, executor);
 } catch (const std::bad_alloc &) {
-  return capi::report(detail::out_of_memory("aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspaceSize"));
+  return capi::report(
+      detail::out_of_memory("aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspaceSize"));
 } catch (const std::exception &e) {
   return capi::report(
       detail::internal_error("aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspaceSize", e.what()));
