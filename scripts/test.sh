@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Builds and runs the whole CTest suite twice: the ci preset (Release, warnings are errors)
-# and the asan preset (AddressSanitizer + UndefinedBehaviorSanitizer, LeakSanitizer on).
-# Labels: unit, errors, conformance, capi, example, packaging, slow. Ends with CTest's
+# and the asan preset (AddressSanitizer + UndefinedBehaviorSanitizer, LeakSanitizer on);
+# then the fuzz preset (clang, libFuzzer + ASan + UBSan) builds the fuzz harness and runs the
+# label `fuzz`: the corpus replay and fuzz_bounded, libFuzzer for MOEPERM_FUZZ_SECONDS (45).
+# Labels: unit, errors, conformance, capi, robustness, fuzz, python, gpu, example, packaging,
+# slow. Ends with CTest's
 # summaries and, last, one plain line "ctest: P passed, F failed, S skipped" over both runs
 # (CTest prints its list of skipped tests after its own summary, e.g. AVX-512 variants on a
-# CPU without AVX-512). MOEPERM_SKIP_ASAN=1 runs the ci preset only.
+# CPU without AVX-512). MOEPERM_SKIP_ASAN=1 leaves out the asan preset, MOEPERM_SKIP_FUZZ=1
+# the fuzz preset. (The tsan preset is not run here, for time: README "Robustness".)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -19,6 +23,7 @@ fi
 
 presets=(ci)
 [[ "${MOEPERM_SKIP_ASAN:-0}" == 1 ]] || presets+=(asan)
+[[ "${MOEPERM_SKIP_FUZZ:-0}" == 1 ]] || presets+=(fuzz)
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -27,7 +32,7 @@ for preset in "${presets[@]}"; do
   echo "=== preset ${preset}: configure, build, test"
   if [[ "$preset" == ci ]]; then
     cmake --preset "$preset" "${python_args[@]}"
-  else  # asan: a sanitized extension would need the sanitizer runtimes preloaded into Python
+  else  # a sanitized extension would need the sanitizer runtimes preloaded into Python
     cmake --preset "$preset" -DMOEPERM_PYTHON=OFF
   fi
   cmake --build --preset "$preset"

@@ -7,6 +7,9 @@
 
 #include <optional>
 #include <string>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <utility>
 #include <vector>
 
@@ -18,7 +21,10 @@ namespace {
 bool cpu_has(const std::string &isa) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (isa == "avx2") return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  // clang's __builtin_cpu_supports does not know "f16c": ask CPUID leaf 1 (ECX bit 29).
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  const bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
+  if (isa == "avx2") return __builtin_cpu_supports("avx2") && f16c;
   if (isa == "avx512")
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vl");
