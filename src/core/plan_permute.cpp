@@ -88,8 +88,9 @@ Status make_permute_plan(const PermuteOperands &ops, Backend backend, Plan *plan
                    C, " exceeds the ", T, " tokens an expert can be given (dropAndPad=true)"));
     R = E * C;
   }
-  if (!checked_mul(R, H) || !checked_mul(T, H) || !checked_mul(T, E))
-    return inconsistent(api, cat("sizes overflow int64: R=", R, ", T=", T, ", E=", E, ", H=", H));
+  if (!problem_bytes_fit(R, T, E, H))
+    return inconsistent(api, cat("sizes overflow int64: R=", R, ", T=", T, ", E=", E, ", H=", H,
+                                 " (tensor sizes in bytes must fit in int64)"));
   // sortedIndicesOut is int32: it holds row ids < R (drop-less) or token ids < T.
   constexpr int64_t kInt32Max = 2147483647;
   if (!ops.drop_and_pad ? R - 1 > kInt32Max : T - 1 > kInt32Max)

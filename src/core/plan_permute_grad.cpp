@@ -103,8 +103,9 @@ Status make_permute_grad_plan(const PermuteGradOperands &ops, Backend backend, P
   MOEPERM_TRY(expect_shape(*TG, "tokensGradOut", T, H,
                            "(tokensNum, hidden size of permutedTokenOutputGrad)"));
   if (PG) MOEPERM_TRY(expect_shape(*PG, "probsGradOutOptional", T, E, "(tokensNum, numExperts)"));
-  if (!checked_mul(R, H) || !checked_mul(T, H) || !checked_mul(T, E))
-    return inconsistent(api, cat("sizes overflow int64: R=", R, ", T=", T, ", E=", E, ", H=", H));
+  if (!problem_bytes_fit(R, T, E, H))
+    return inconsistent(api, cat("sizes overflow int64: R=", R, ", T=", T, ", E=", E, ", H=", H,
+                                 " (tensor sizes in bytes must fit in int64)"));
 
   MOEPERM_TRY(check_view(api, "permutedTokenOutputGrad", *G, false));
   if (P) MOEPERM_TRY(check_view(api, "permutedProbsOutputGradOptional", *P, false));

@@ -1,4 +1,5 @@
-// Reference backward, SPEC §3, transcribed literally (the seed's formulas).
+// Reference backward, SPEC §3, transcribed literally (the seed's formulas). Token loops are
+// skipped when their inner extent is 0 (Note [Work bounded by tensors] in permute_ref.cpp).
 #include <algorithm>
 #include <numeric>
 #include <vector>
@@ -23,7 +24,7 @@ Status permute_grad(const Plan &p, const Buffers &b) {
   }
   if (p.probs == ProbsWork::compute && !p.drop_and_pad) {
     int64_t nnz = 0;
-    for (int64_t t = 0; t < p.T; ++t)
+    for (int64_t t = 0; p.E > 0 && t < p.T; ++t)
       for (int64_t e = 0; e < p.E; ++e) nnz += routed(p, b.routing_map, t, e);
     if (nnz > p.R) return too_many_routed_pairs(p, nnz);
   }
@@ -31,7 +32,7 @@ Status permute_grad(const Plan &p, const Buffers &b) {
   // tokensGrad: fp32 sums in ascending k (drop-less) or ascending j (drop-and-pad).
   std::vector<float> acc(static_cast<size_t>(p.T * p.H), 0.0f);
   if (!p.drop_and_pad) {
-    for (int64_t t = 0; t < p.T; ++t)
+    for (int64_t t = 0; p.K > 0 && p.H > 0 && t < p.T; ++t)
       for (int64_t k = 0; k < p.K; ++k) {
         const int64_t s = S[static_cast<size_t>(t * p.K + k)];
         if (s == -1) continue;
@@ -51,12 +52,12 @@ Status permute_grad(const Plan &p, const Buffers &b) {
         acc[static_cast<size_t>(t * p.H + h)] += load_value(vt, b.permuted, p.permuted.at(j, h));
     }
   }
-  for (int64_t t = 0; t < p.T; ++t)
+  for (int64_t t = 0; p.H > 0 && t < p.T; ++t)
     for (int64_t h = 0; h < p.H; ++h)
       store_value(vt, b.tokens, p.tokens.at(t, h), acc[static_cast<size_t>(t * p.H + h)]);
 
   if (p.probs == ProbsWork::none) return Status::success();
-  for (int64_t t = 0; t < p.T; ++t)
+  for (int64_t t = 0; p.E > 0 && t < p.T; ++t)
     for (int64_t e = 0; e < p.E; ++e)
       store_zero(p.probs_dtype, b.dense_probs, p.dense_probs.at(t, e));
   if (p.probs == ProbsWork::zero_fill) return Status::success();

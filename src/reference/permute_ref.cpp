@@ -1,4 +1,10 @@
 // Reference forward, SPEC §2, transcribed literally.
+//
+// Note [Work bounded by tensors]: every loop does work proportional to the elements of some
+// tensor. A loop over one extent (T tokens, E experts) whose body walks another (E, K, H or
+// T) is skipped when that inner extent is 0: then no tensor has elements along the outer one,
+// which may be anything up to 2^63 - 1 (tokensNum, or the rows of a [T, 0] tensor). Found by
+// fuzzing: hangs at H = E = 0 with T = 2^48, and at T = 0 with E = 2^62.
 #include <algorithm>
 #include <numeric>
 #include <vector>
@@ -16,11 +22,12 @@ Status permute(const Plan &p, const Buffers &b) {
   if (!p.drop_and_pad) {
     // f: expert-major token list; e_of[j]: the expert of f[j].
     std::vector<int64_t> f, e_of;
-    for (int64_t e = 0; e < p.E; ++e)
+    for (int64_t e = 0; p.T > 0 && e < p.E; ++e)
       for (int64_t t = 0; t < p.T; ++t)
         if (routed(p, b.routing_map, t, e)) f.push_back(t), e_of.push_back(e);
-    // A token with more than K experts is an error (checked before any write).
-    for (int64_t t = 0; t < p.T; ++t) {
+    // A token with more than K experts is an error (checked before any write). Without
+    // experts no token has any; T alone bounds no tensor (Note [Work bounded by tensors]).
+    for (int64_t t = 0; p.E > 0 && t < p.T; ++t) {
       int64_t n = 0;
       for (int64_t e = 0; e < p.E; ++e) n += routed(p, b.routing_map, t, e);
       if (n > p.K) return too_many_experts_in_row(p, t, n);
@@ -51,8 +58,9 @@ Status permute(const Plan &p, const Buffers &b) {
         store_zero(p.permuted_probs_dtype, b.permuted_probs, p.permuted_probs.at(j));
     }
   } else {
-    // Per expert: routed tokens ascending, then unrouted ascending, truncated to C.
-    for (int64_t e = 0; e < p.E; ++e) {
+    // Per expert: routed tokens ascending, then unrouted ascending, truncated to C (C > 0
+    // implies T >= C > 0: the map then has T * E elements).
+    for (int64_t e = 0; p.C > 0 && e < p.E; ++e) {
       std::vector<int64_t> list;
       for (int64_t t = 0; t < p.T; ++t)
         if (routed(p, b.routing_map, t, e)) list.push_back(t);

@@ -7,6 +7,8 @@ namespace {
 
 constexpr int32_t kNull = 161001, kInvalid = 161002, kTopK = 561103;
 constexpr int64_t kHuge = int64_t{1} << 61;  // R * kHuge overflows int64, kHuge does not
+// R * kBytesHuge and T * kBytesHuge fit in int64, but not as bytes (8-byte elements).
+constexpr int64_t kBytesHuge = int64_t{1} << 58;
 
 int64_t rows(const GradArgs &a) { return rows_for(a.drop_and_pad); }
 
@@ -147,11 +149,20 @@ std::vector<GradRow> make_rows() {
        a.TG = dense(DType::f32, {kT, kHuge});
      },
      kInvalid, {api + "sizes overflow int64: R="}},
+    {"r6_sizes_overflow_in_bytes", 6, B, kOpG | kOpTG,
+     [](A &a) {
+       a.G = dense(DType::f32, {rows(a), kBytesHuge});
+       a.TG = dense(DType::f32, {kT, kBytesHuge});
+     },
+     kInvalid, {api + "sizes overflow int64: R=", "(tensor sizes in bytes must fit in int64)"}},
     {"r6_G_outside_storage", 6, B, kOpG, [](A &a) { a.G->storage_elements = 7; }, kInvalid,
      {api + "permutedTokenOutputGrad: shape [", "outside its storage of 7 elements"}},
     {"r6_G_extent_overflow", 6, B, kOpG,
      [](A &a) { a.G->strides = {kHuge * 2, 1}; a.G->storage_elements.reset(); }, kInvalid,
      {api + "permutedTokenOutputGrad: the extent of shape [", "overflows int64"}},
+    {"r6_G_extent_overflow_in_bytes", 6, B, kOpG,
+     [](A &a) { a.G->strides = {kHuge / 2, 1}; a.G->storage_elements.reset(); }, kInvalid,
+     {api + "permutedTokenOutputGrad: the extent of shape [", "overflows int64 in bytes"}},
     {"r6_P_before_storage", 6, B, kOpP, [](A &a) { a.P->strides = {-1}; }, kInvalid,
      {api + "permutedProbsOutputGradOptional: shape [",
       "with strides [-1] and offset 0 reaches element -", "before the start of its storage"}},

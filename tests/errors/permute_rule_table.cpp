@@ -7,6 +7,8 @@ namespace {
 
 constexpr int32_t kNull = 161001, kInvalid = 161002, kTopK = 561103;
 constexpr int64_t kHuge = int64_t{1} << 61;  // R * kHuge overflows int64, kHuge does not
+// R * kBytesHuge and T * kBytesHuge fit in int64, but not as bytes (8-byte elements).
+constexpr int64_t kBytesHuge = int64_t{1} << 58;
 
 int64_t rows(const PermuteArgs &a) { return rows_for(a.drop_and_pad); }
 
@@ -110,6 +112,12 @@ std::vector<PermuteRow> make_rows() {
        a.Y = dense(DType::f32, {rows(a), kHuge});
      },
      kInvalid, {api + "sizes overflow int64: R="}},
+    {"r6_sizes_overflow_in_bytes", 6, B, kOpG | kOpTG,
+     [](A &a) {
+       a.X = dense(DType::f32, {kT, kBytesHuge});
+       a.Y = dense(DType::f32, {rows(a), kBytesHuge});
+     },
+     kInvalid, {api + "sizes overflow int64: R=", "(tensor sizes in bytes must fit in int64)"}},
     {"r6_permuteTokensOut_columns_dropless", 6, DL, kOpTG | kOpG,
      [](A &a) { a.Y = dense(DType::f32, {8, 6}); }, kInvalid,
      {api + "permuteTokensOut has shape [8, 6], expected [8, 5] (tokens * topK = 4 * 2, topK = "
