@@ -245,7 +245,8 @@ int64_t permute_grad_bytes(const ProblemSpec &s) {
 int64_t count_bit_differences(const HostTensor &a, const HostTensor &b) {
   const int64_t es = element_size(a.desc.dtype);
   const bool is2d = a.desc.shape.size() == 2;
-  const int64_t rows = a.desc.shape[0], cols = is2d ? a.desc.shape[1] : 1;
+  const int64_t cols = is2d ? a.desc.shape[1] : 1;
+  const int64_t rows = cols == 0 ? 0 : a.desc.shape[0];  // [T, 0]: T may be anything
   int64_t diff = 0;
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t j = 0; j < cols; ++j) {
