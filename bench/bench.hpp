@@ -54,6 +54,11 @@ CaseResult run_case(const Case &c, const Options &options);
 // output is compared once, bit for bit, with the CPU backend's. Throws Error without CUDA.
 CaseResult run_case_cuda(const Case &c, const Options &options);
 
+// Shared by both runners (bench_stats.cpp): the median of a sample, and an OpResult's
+// timing fields from the operator's and the same-run ceiling's samples (r.bytes set).
+double median(std::vector<double> v);
+void finish(OpResult &r, const std::vector<double> &op, const std::vector<double> &copy);
+
 void print_table(std::ostream &out, const std::vector<CaseResult> &results);
 void write_json(std::ostream &out, const std::vector<CaseResult> &results, const Options &options);
 

@@ -13,12 +13,6 @@ double now_ms() {
   return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // The ceiling: a multi-threaded memcpy that moves `bytes` (reads bytes/2, writes bytes/2),
 // each thread copying one contiguous chunk with the C library's memcpy.
 class MemcpyBaseline {
@@ -47,14 +41,6 @@ double time_ms(Fn &&fn) {
   const double t0 = now_ms();
   fn();
   return now_ms() - t0;
-}
-
-void finish(OpResult &r, const std::vector<double> &op, const std::vector<double> &copy) {
-  r.median_ms = median(op);
-  r.min_ms = *std::min_element(op.begin(), op.end());
-  r.memcpy_ms = median(copy);
-  r.gbps = r.bytes / (r.median_ms * 1e6);
-  r.ratio = r.median_ms / r.memcpy_ms;
 }
 
 }  // namespace

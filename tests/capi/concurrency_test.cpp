@@ -124,19 +124,7 @@ void cxx_api_call(const Shared &shared, int mode, Outputs &out) {
   run(gp, gd, gw);
 }
 
-class Concurrency : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_EQ(aclInit(nullptr), ACL_SUCCESS) << aclGetRecentErrMsg();
-    ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS) << aclGetRecentErrMsg();
-  }
-  void TearDown() override {
-    EXPECT_EQ(aclrtResetDevice(0), ACL_SUCCESS) << aclGetRecentErrMsg();
-    EXPECT_EQ(aclFinalize(), ACL_SUCCESS) << aclGetRecentErrMsg();
-  }
-};
-
-TEST_F(Concurrency, ManyThreadsBothOperatorsBothApisSharedInputs) {
+TEST(Concurrency, ManyThreadsBothOperatorsBothApisSharedInputs) {
   const Shared shared;
   const Shared pristine;  // the same problems again, to prove the inputs stay unchanged
   std::vector<std::string> failures(kThreads);
