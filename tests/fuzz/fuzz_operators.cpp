@@ -198,6 +198,13 @@ struct Budget {
   int64_t used = 0;
 };
 
+// Two's-complement wrapping arithmetic: the harness wants arbitrary (even absurd) strides,
+// and must not itself overflow a signed int while making them (UB).
+int64_t wrap(uint64_t v) { return static_cast<int64_t>(v); }
+int64_t wrap_mul_add(int64_t a, int64_t b, int64_t c) {
+  return wrap(static_cast<uint64_t>(a) * static_cast<uint64_t>(b) + static_cast<uint64_t>(c));
+}
+
 // Reads one tensor record and makes the operand. `shape` and `dtype` are the consistent
 // defaults; `present` says whether the flags asked for the tensor.
 Operand make_operand(Reader &r, std::vector<int64_t> shape, DType dtype, bool present,
@@ -230,9 +237,9 @@ Operand make_operand(Reader &r, std::vector<int64_t> shape, DType dtype, bool pr
   } else if (layout < 160) {
     const int64_t step = 1 + r.u8() % 3, pad = r.u8() % 5;
     if (rank == 1) strides[0] = step + pad;
-    if (rank == 2) strides = {shape[1] * step + pad, step};
+    if (rank == 2) strides = {wrap_mul_add(shape[1], step, pad), step};
   } else if (layout < 176) {
-    if (rank == 2) strides = {1, std::max<int64_t>(shape[0], 1) + r.u8() % 3};
+    if (rank == 2) strides = {1, wrap_mul_add(std::max<int64_t>(shape[0], 1), 1, r.u8() % 3)};
   } else if (layout < 192) {
     if (rank > 0) strides[r.u8() % rank] = 0;
   } else if (layout < 208) {
@@ -250,7 +257,9 @@ Operand make_operand(Reader &r, std::vector<int64_t> shape, DType dtype, bool pr
   }
 
   const uint8_t off = r.u8();
-  const int64_t offset = off == 0 ? auto_offset : off < 200 ? auto_offset + off % 8 : r.size();
+  const int64_t offset = off == 0    ? auto_offset
+                         : off < 200 ? wrap_mul_add(auto_offset, 1, off % 8)
+                                     : r.size();
 
   moeperm::TensorDesc d;
   d.dtype = dtype, d.shape = shape, d.strides = strides, d.offset = offset;
