@@ -274,7 +274,7 @@ Operand make_operand(Reader &r, std::vector<int64_t> shape, DType dtype, bool pr
   else if (st < 240)
     declared = extent ? std::optional<int64_t>(*extent - 1) : std::nullopt;
   else if (st < 248)
-    declared = extent ? std::optional<int64_t>(*extent + st % 8) : std::nullopt;
+    declared = extent ? std::optional<int64_t>(wrap_mul_add(*extent, 1, st % 8)) : std::nullopt;
   else
     declared = r.size();
 
@@ -344,12 +344,16 @@ void fill_map(Operand &op, Reader &r) {
 void fill_indices(Operand &op, Reader &r, bool dp, int64_t T, int64_t R) {
   if (!op.present || !op.runnable) return;
   auto &s = op.host.storage;
-  const std::array<int64_t, 8> garbage = {kI32Min, kI32Max, R, T, -2, -1, R + 1, T - 1};
+  // T and R come from the input as they are (any int64): wrap, never overflow or divide by 0.
+  const int64_t rows_and_minus_one = wrap_mul_add(R, 1, 1);
+  const std::array<int64_t, 8> garbage = {
+      kI32Min, kI32Max, R, T, -2, -1, rows_and_minus_one, wrap_mul_add(T, 1, -1)};
   for (size_t i = 0; i + 4 <= s.size(); i += 4) {
     const uint8_t b = r.data();
     int64_t v;
+    const int64_t x = b + 256 * r.data();
     if (b < 250)
-      v = dp ? (T > 0 ? (b + 256 * r.data()) % T : 0) : (b + 256 * r.data()) % (R + 1) - 1;
+      v = dp ? (T > 0 ? x % T : 0) : (rows_and_minus_one > 0 ? x % rows_and_minus_one - 1 : -1);
     else
       v = garbage[r.data() % garbage.size()];
     const auto v32 = static_cast<int32_t>(static_cast<uint32_t>(v));
