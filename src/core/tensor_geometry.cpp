@@ -64,7 +64,8 @@ Status check_view(std::string_view api, std::string_view arg, const TensorDesc &
     (*span < 0 ? lo : hi) = *next;
   }
   // Kernels address elements by byte offset (element offset * element size).
-  if (!checked_mul(hi + 1, std::max<int64_t>(element_size(desc.dtype), 1)))
+  const std::optional<int64_t> elements = checked_add(hi, 1);
+  if (!elements || !checked_mul(*elements, std::max<int64_t>(element_size(desc.dtype), 1)))
     return inconsistent(
         api, cat(arg, ": the extent of shape ", shape_string(desc.shape), " with strides ",
                  shape_string(strides), " and offset ", desc.offset, " overflows int64 in bytes"));
