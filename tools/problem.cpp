@@ -28,15 +28,39 @@ double HostTensor::get(int64_t i, int64_t j) const {
   const int64_t off = desc.shape.size() == 1 ? at(i) : at(i, j);
   const std::byte *p = storage.data() + off * element_size(desc.dtype);
   switch (desc.dtype) {
-    case DType::f32: { float v; std::memcpy(&v, p, 4); return v; }
-    case DType::bf16: { uint16_t v; std::memcpy(&v, p, 2); return bf16_to_f32(v); }
-    case DType::f16: { uint16_t v; std::memcpy(&v, p, 2); return f16_to_f32(v); }
-    case DType::i32: { int32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::f32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::bf16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return bf16_to_f32(v);
+    }
+    case DType::f16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return f16_to_f32(v);
+    }
+    case DType::i32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
     case DType::i8: return static_cast<int8_t>(*p);
     case DType::boolean:
     case DType::u8: return static_cast<uint8_t>(*p);
-    case DType::i64: { int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
-    case DType::f64: { double v; std::memcpy(&v, p, 8); return v; }
+    case DType::i64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return static_cast<double>(v);
+    }
+    case DType::f64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
   }
   return 0;
 }
@@ -45,14 +69,34 @@ void HostTensor::set(int64_t i, int64_t j, double v) {
   const int64_t off = desc.shape.size() == 1 ? at(i) : at(i, j);
   std::byte *p = storage.data() + off * element_size(desc.dtype);
   switch (desc.dtype) {
-    case DType::f32: { float f = static_cast<float>(v); std::memcpy(p, &f, 4); break; }
-    case DType::bf16: { uint16_t h = f32_to_bf16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
-    case DType::f16: { uint16_t h = f32_to_f16(static_cast<float>(v)); std::memcpy(p, &h, 2); break; }
-    case DType::i32: { int32_t x = static_cast<int32_t>(v); std::memcpy(p, &x, 4); break; }
+    case DType::f32: {
+      float f = static_cast<float>(v);
+      std::memcpy(p, &f, 4);
+      break;
+    }
+    case DType::bf16: {
+      uint16_t h = f32_to_bf16(static_cast<float>(v));
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case DType::f16: {
+      uint16_t h = f32_to_f16(static_cast<float>(v));
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case DType::i32: {
+      int32_t x = static_cast<int32_t>(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
     case DType::i8: *p = static_cast<std::byte>(static_cast<int8_t>(v)); break;
     case DType::boolean:
     case DType::u8: *p = static_cast<std::byte>(static_cast<uint8_t>(v)); break;
-    case DType::i64: { int64_t x = static_cast<int64_t>(v); std::memcpy(p, &x, 8); break; }
+    case DType::i64: {
+      int64_t x = static_cast<int64_t>(v);
+      std::memcpy(p, &x, 8);
+      break;
+    }
     case DType::f64: std::memcpy(p, &v, 8); break;
   }
 }
@@ -83,7 +127,8 @@ HostTensor make_tensor(DType dtype, std::vector<int64_t> shape, const Layout &la
   }
   const int64_t elements = layout.offset + extent;
   t.desc.storage_elements = elements;
-  t.storage.assign(static_cast<size_t>(std::max<int64_t>(elements, 1) * element_size(dtype)), poison);
+  t.storage.assign(static_cast<size_t>(std::max<int64_t>(elements, 1) * element_size(dtype)),
+                   poison);
   return t;
 }
 
