@@ -9,8 +9,11 @@ foreach(v PYTHON SOURCE WORK)
   endif()
 endforeach()
 file(REMOVE_RECURSE "${WORK}/wheel" "${WORK}/site")
+# Every step runs in WORK: Python puts the working directory first on sys.path, and CTest's
+# (this build's python/ folder) holds a `moeperm` package of its own.
+file(MAKE_DIRECTORY "${WORK}")
 function(step what)
-  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc WORKING_DIRECTORY "${WORK}")
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "pip install test: ${what} failed (${rc})")
   endif()
