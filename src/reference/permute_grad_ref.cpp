@@ -32,7 +32,7 @@ Status permute_grad(const Plan &p, const Buffers &b) {
   // tokensGrad: fp32 sums in ascending k (drop-less) or ascending j (drop-and-pad).
   std::vector<float> acc(static_cast<size_t>(p.T * p.H), 0.0f);
   if (!p.drop_and_pad) {
-    for (int64_t t = 0; p.K > 0 && p.H > 0 && t < p.T; ++t)
+    for (int64_t t = 0; p.K > 0 && t < p.T; ++t)
       for (int64_t k = 0; k < p.K; ++k) {
         const int64_t s = S[static_cast<size_t>(t * p.K + k)];
         if (s == -1) continue;

@@ -7,10 +7,8 @@ const BackendOps kReferenceBackend{
     .name = "reference",
     .id = BackendId::reference,
     .supports = [](const Plan &) { return true; },
-    .prepare =
-        [](Plan &) {
-          return Status::success();
-        },  // allocates internally: the reference needs no workspace
+    // The reference allocates internally: it needs no workspace.
+    .prepare = [](Plan &) { return Status::success(); },
     .run =
         [](const Plan &plan, const Buffers &buffers, std::byte *) {
           return plan.op == Op::permute ? ref::permute(plan, buffers)

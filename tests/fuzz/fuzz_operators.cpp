@@ -561,9 +561,9 @@ void run_one(const uint8_t *data, size_t size) {
       } else {
         for (size_t i = 0; i < 6; ++i)
           if (c.is_output[i] && c.ops[i].present)
-            FUZZ_CHECK(c.ops[i].host.numel() == 0,
-                       "T = %lld tokens but output %zu has %lld elements", (long long)tokens, i,
-                       (long long)c.ops[i].host.numel());
+            FUZZ_CHECK(
+                c.ops[i].host.numel() == 0, "T = %lld tokens but output %zu has %lld elements",
+                static_cast<long long>(tokens), i, static_cast<long long>(c.ops[i].host.numel()));
         ++g_outcomes.empty_outputs;
       }
     }
@@ -585,8 +585,7 @@ std::string fuzz_outcome_summary() {
   const Outcomes &o = g_outcomes;
   return std::to_string(o.success) + " ran and matched the oracle, " +
          std::to_string(o.empty_outputs) +
-         " ran with more tokens than the oracle walks (outputs "
-         "without elements), " +
+         " ran with more tokens than the oracle walks (outputs without elements), " +
          std::to_string(o.phase2_error) + " second-phase errors (nothing written), " +
          std::to_string(o.phase1_error) + " first-phase errors, " + std::to_string(o.too_large) +
          " valid but too large to run, " + std::to_string(o.create_refused) +
