@@ -140,6 +140,23 @@ struct Sizes {
   int64_t rows = 0;      // R
 };
 
+// The operators, one per CANN operator API (to_string gives its name, e.g.
+// "aclnnMoeTokenPermuteWithRoutingMapGrad").
+enum class Operator { permute, permute_grad };
+MOEPERM_API const char *to_string(Operator op) noexcept;
+// Whether `op` is the backward of another operator.
+MOEPERM_API bool is_backward(Operator op) noexcept;
+
+// One entry of the backend registry (backends(), in selection order: fastest first, the
+// naive reference last, device backends after it since they are chosen only by name).
+struct BackendInfo {
+  Backend backend;
+  const char *name;  // "cpu", "reference", "cuda"
+  bool device;       // its data pointers and workspace are memory of a device, not the host
+  bool available;    // it can run here (a device backend: built in and a device is present)
+};
+MOEPERM_API std::vector<BackendInfo> backends();
+
 namespace detail {
 struct Plan;
 }
@@ -150,7 +167,8 @@ class MOEPERM_API Plan {
   uint64_t workspace_bytes() const noexcept;
   Sizes sizes() const noexcept;
   bool drop_and_pad() const noexcept;
-  bool is_grad() const noexcept;
+  Operator op() const noexcept;
+  bool is_grad() const noexcept;  // is_backward(op()); kept for source compatibility
   const char *backend_name() const noexcept;
   // A one-line, human-readable description (op, mode, sizes, dtypes, backend, workspace).
   std::string to_string() const;
@@ -161,6 +179,16 @@ class MOEPERM_API Plan {
  private:
   std::shared_ptr<const detail::Plan> impl_;
 };
+
+// The outputs an operator derives from its inputs and attributes: `desc` with each output
+// descriptor replaced by a contiguous one of the shape and dtype that planning expects.
+// Optional outputs are present when their input is given (permuted_probs with probs,
+// probs_grad_out with permuted_probs_output_grad) or when `desc` already has them (then
+// only their shape is inferred). Throws Error where the inputs and attributes alone are
+// invalid, with the same status and message as planning. So plan_permute(infer_outputs(d))
+// plans whatever inputs are valid, and bindings need no shape algebra of their own.
+MOEPERM_API PermuteDesc infer_outputs(const PermuteDesc &desc);
+MOEPERM_API PermuteGradDesc infer_outputs(const PermuteGradDesc &desc);
 
 MOEPERM_API Plan plan_permute(const PermuteDesc &desc, const PlanOptions &options = {});
 MOEPERM_API Plan plan_permute_grad(const PermuteGradDesc &desc, const PlanOptions &options = {});

@@ -35,6 +35,58 @@ Sizes Plan::sizes() const noexcept {
 }
 bool Plan::drop_and_pad() const noexcept { return impl_->drop_and_pad; }
 bool Plan::is_grad() const noexcept { return impl_->op == detail::Op::permute_grad; }
+Operator Plan::op() const noexcept {
+  return impl_->op == detail::Op::permute ? Operator::permute : Operator::permute_grad;
+}
+
+const char *to_string(Operator op) noexcept {
+  return op == Operator::permute ? "aclnnMoeTokenPermuteWithRoutingMap"
+                                 : "aclnnMoeTokenPermuteWithRoutingMapGrad";
+}
+bool is_backward(Operator op) noexcept { return op == Operator::permute_grad; }
+
+std::vector<BackendInfo> backends() {
+  const bool gpu = detail::cuda_device_count() > 0;
+  return {{Backend::cpu, "cpu", false, true},
+          {Backend::reference, "reference", false, true},
+          {Backend::cuda, "cuda", true, gpu}};
+}
+
+PermuteDesc infer_outputs(const PermuteDesc &d) {
+  PermuteDesc out = d;
+  if (d.tokens.shape.size() == 2 && d.routing_map.shape.size() == 2) {
+    const int64_t T = d.tokens.shape[0], H = d.tokens.shape[1], E = d.routing_map.shape[1];
+    int64_t R = 0;
+    if (!d.drop_and_pad)
+      R = T > 0 ? T * (d.num_out_tokens / T) : 0;
+    else if (E > 0)
+      R = E * (d.num_out_tokens / E);
+    out.permuted_tokens = TensorDesc::contiguous(d.tokens.dtype, {R, H});
+    out.sorted_indices = TensorDesc::contiguous(DType::i32, {R});
+    if (d.probs)
+      out.permuted_probs = TensorDesc::contiguous(d.probs->dtype, {R});
+    else if (d.permuted_probs)
+      out.permuted_probs = TensorDesc::contiguous(d.permuted_probs->dtype, {R});
+  }
+  (void)plan_permute(out, {Backend::reference});
+  return out;
+}
+
+PermuteGradDesc infer_outputs(const PermuteGradDesc &d) {
+  PermuteGradDesc out = d;
+  const TensorDesc &G = d.permuted_token_output_grad;
+  if (G.shape.size() == 2) {
+    out.tokens_grad_out = TensorDesc::contiguous(G.dtype, {d.tokens_num, G.shape[1]});
+    const auto &P = d.permuted_probs_output_grad;
+    if (P)
+      out.probs_grad_out = TensorDesc::contiguous(P->dtype, {d.tokens_num, d.num_experts});
+    else if (d.probs_grad_out)
+      out.probs_grad_out =
+          TensorDesc::contiguous(d.probs_grad_out->dtype, {d.tokens_num, d.num_experts});
+  }
+  (void)plan_permute_grad(out, {Backend::reference});
+  return out;
+}
 const char *Plan::backend_name() const noexcept { return detail::backend_ops(impl_->backend).name; }
 std::string Plan::to_string() const { return detail::to_string(*impl_); }
 
