@@ -18,6 +18,12 @@ Status select_backend(Plan &plan, Backend requested);
 // Checks the data pointers and the workspace, realigns it and runs the plan's backend.
 Status execute(const Plan &plan, const Buffers &buffers, void *workspace, uint64_t workspace_bytes);
 
+// Whether the plan's backend runs on a device (its pointers and workspace are device
+// memory, and it can enqueue on a stream) rather than on the host.
+inline bool runs_on_device(const Plan &plan) {
+  return backend_ops(plan.backend).run_on_stream != nullptr;
+}
+
 // Null data pointers of tensors that have elements (SPEC §5.2 applied to data).
 Status check_buffers(const Plan &plan, const Buffers &buffers);
 
