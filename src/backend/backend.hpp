@@ -20,7 +20,9 @@ struct DeviceErrorSink {
 
 struct BackendOps {
   const char *name;
-  BackendId id;
+  Backend kind;  // the public name of this backend (PlanOptions::backend)
+  // Whether it can take the plan: it has a kernel for the operator and mode, and the
+  // problem suits it (the CPU backend leaves empty problems to the reference).
   bool (*supports)(const Plan &plan);
   // Adds the backend's workspace slots to plan.workspace (plan.ws_slot records their ids).
   // Fails only where sizing needs a resource that is missing (the CUDA backend: a GPU).
@@ -37,8 +39,6 @@ struct BackendOps {
                           void *stream, DeviceErrorSink on_data_error);
 };
 
-// The backends, defined in their own folders; registry.cpp orders them.
-extern const BackendOps kCpuBackend;
-extern const BackendOps kReferenceBackend;
+// The backends are defined in their own folders; registry.cpp lists them, in order.
 
 }  // namespace moeperm::detail

@@ -1,3 +1,6 @@
+// The one ordered registry of backends (oneDNN's implementation list): fastest host backend
+// first, the naive reference last among the host backends (it supports every plan), device
+// backends after them, chosen only by name. A backend folder adds one line here.
 #include "backend/registry.hpp"
 
 #include <array>
@@ -8,85 +11,120 @@
 
 namespace moeperm::detail {
 
+extern const BackendOps kCpuBackend;        // src/cpu
+extern const BackendOps kReferenceBackend;  // src/reference
+const BackendOps *cuda_backend();           // src/cuda; null when built without it
+
 namespace {
 
-const std::array<const BackendOps *, 2> &ordered() {
-  static const std::array<const BackendOps *, 2> list{&kCpuBackend, &kReferenceBackend};
+struct Entry {
+  const BackendOps *ops;  // null: not built in
+  const char *name;
+  Backend kind;
+  bool device;
+  const char *title;    // in messages
+  const char *missing;  // why it can be missing, for the error when it is requested
+};
+
+const std::array<Entry, 3> &registry() {
+  static const std::array<Entry, 3> list{{
+      {&kCpuBackend, "cpu", Backend::cpu, false, "CPU", ""},
+      {&kReferenceBackend, "reference", Backend::reference, false, "reference", ""},
+      {cuda_backend(), "cuda", Backend::cuda, true, "CUDA",
+       "MOEPERM_CUDA=OFF, or nvcc was not found"},
+  }};
   return list;
+}
+
+const Entry *entry_of(Backend kind) {
+  for (const Entry &e : registry())
+    if (e.kind == kind) return &e;
+  return nullptr;
+}
+
+// MOEPERM_BACKEND names a host backend (or "auto", or "ref" for the reference).
+Status backend_from_environment(const Plan &plan, Backend *requested) {
+  const char *env = std::getenv("MOEPERM_BACKEND");
+  if (!env || !*env) return Status::success();
+  const std::string_view v(env);
+  if (v == "auto") return Status::success();
+  std::string names;
+  for (const Entry &e : registry()) {
+    if (e.device) continue;
+    if (v == e.name || (e.kind == Backend::reference && v == "ref")) {
+      *requested = e.kind;
+      return Status::success();
+    }
+    names += cat(e.name, ", ");
+  }
+  names.resize(names.size() - 2);
+  return inconsistent(plan.api(),
+                      cat("MOEPERM_BACKEND must be ", names, " or auto, got '", v, "'"));
+}
+
+Status use(Plan &plan, const BackendOps *ops) {
+  plan.backend = ops;
+  plan.workspace = WorkspaceLayout{};
+  return ops->prepare(plan);
 }
 
 }  // namespace
 
-const BackendOps &backend_ops(BackendId id) {
-  if (id == BackendId::cuda && cuda_backend_ops()) return *cuda_backend_ops();
-  for (const BackendOps *b : ordered())
-    if (b->id == id) return *b;
-  return kReferenceBackend;
+const BackendOps *find_backend(Backend kind) {
+  const Entry *e = entry_of(kind);
+  return e ? e->ops : nullptr;
+}
+
+std::vector<BackendInfo> registered_backends() {
+  std::vector<BackendInfo> out;
+  for (const Entry &e : registry())
+    out.push_back(
+        {e.kind, e.name, e.device, e.ops != nullptr && (!e.device || cuda_device_count() > 0)});
+  return out;
+}
+
+Status plan_call(const OperandSet &set, Backend requested, Plan *plan) {
+  Plan p;
+  MOEPERM_TRY(make_plan(set, &p));
+  MOEPERM_TRY(select_backend(p, requested));
+  *plan = p;
+  return Status::success();
 }
 
 Status select_backend(Plan &plan, Backend requested) {
-  // The CUDA backend is chosen only by name: its pointers are device memory, which a plan
+  if (requested == Backend::automatic) MOEPERM_TRY(backend_from_environment(plan, &requested));
+  // A device backend is chosen only by name: its pointers are device memory, which a plan
   // (built from descriptors alone) cannot tell apart from host memory.
-  if (requested == Backend::cuda) {
-    const BackendOps *cuda = cuda_backend_ops();
-    if (!cuda)
-      return inconsistent(plan.api(),
-                          "the CUDA backend was requested, but this moeperm was built without "
-                          "it (MOEPERM_CUDA=OFF, or nvcc was not found)");
-    plan.backend = BackendId::cuda;
-    plan.workspace = WorkspaceLayout{};
-    return cuda->prepare(plan);
+  if (const Entry *e = entry_of(requested); e && e->device) {
+    if (!e->ops)
+      return inconsistent(plan.api(), cat("the ", e->title,
+                                          " backend was requested, but this moeperm was built "
+                                          "without it (",
+                                          e->missing, ")"));
+    return use(plan, e->ops);
   }
-  if (requested == Backend::automatic) {
-    if (const char *env = std::getenv("MOEPERM_BACKEND"); env && *env) {
-      const std::string_view v(env);
-      if (v == "cpu")
-        requested = Backend::cpu;
-      else if (v == "reference" || v == "ref")
-        requested = Backend::reference;
-      else if (v != "auto")
-        return inconsistent(plan.api(),
-                            cat("MOEPERM_BACKEND must be cpu, reference or auto, got '", v, "'"));
-    }
-  }
-  const BackendOps *chosen = nullptr;
-  for (const BackendOps *b : ordered()) {
-    const bool wanted = requested == Backend::automatic ||
-                        (requested == Backend::cpu && b->id == BackendId::cpu) ||
-                        (requested == Backend::reference && b->id == BackendId::reference);
-    if (wanted && b->supports(plan)) {
-      chosen = b;
-      break;
-    }
+  const BackendOps *fallback = nullptr;
+  for (const Entry &e : registry()) {
+    if (e.device || !e.ops) continue;
+    fallback = e.ops;  // the last host backend: the reference
+    if ((requested == Backend::automatic || requested == e.kind) && e.ops->supports(plan))
+      return use(plan, e.ops);
   }
   // A pinned backend that cannot take this plan (an empty problem) defers to the reference,
   // which supports everything: results are defined by SPEC, not by the backend.
-  if (!chosen) chosen = &kReferenceBackend;
-  plan.backend = chosen->id;
-  plan.workspace = WorkspaceLayout{};
-  return chosen->prepare(plan);
+  return use(plan, fallback);
 }
 
 Status check_buffers(const Plan &plan, const Buffers &b) {
-  const char *api = plan.api();
-  const bool fwd = plan.op == Op::permute;
-  const int64_t th = plan.T * plan.H, rh = plan.R * plan.H, te = plan.T * plan.E;
-  if (th > 0 && !b.tokens) return null_data(api, fwd ? "tokens" : "tokensGradOut", th);
-  if (rh > 0 && !b.permuted)
-    return null_data(api, fwd ? "permuteTokensOut" : "permutedTokenOutputGrad", rh);
-  if (plan.has_routing_map && te > 0 && !b.routing_map)
-    return null_data(api, fwd ? "routingMap" : "routingMapOptional", te);
-  if (plan.R > 0 && !b.sorted_indices)
-    return null_data(api, fwd ? "sortedIndicesOut" : "sortedIndices", plan.R);
-  const bool dense_probs_used =
-      fwd ? plan.probs == ProbsWork::compute : plan.probs != ProbsWork::none;
-  const bool permuted_probs_used =
-      fwd ? plan.probs != ProbsWork::none : plan.probs == ProbsWork::compute;
-  if (dense_probs_used && te > 0 && !b.dense_probs)
-    return null_data(api, fwd ? "probsOptional" : "probsGradOutOptional", te);
-  if (permuted_probs_used && plan.R > 0 && !b.permuted_probs)
-    return null_data(api, fwd ? "permuteProbsOutOptional" : "permutedProbsOutputGradOptional",
-                     plan.R);
+  const OpDesc &op = op_desc(plan.op);
+  for (size_t i = 0; i < op.operands.size(); ++i) {
+    const OperandDesc &o = op.operands[i];
+    // An operand the plan does not have, or one it ignores (SPEC §3: "P without an output is
+    // accepted and ignored"), needs no data.
+    if (!(plan.used_operands >> i & 1u)) continue;
+    const int64_t elements = role_elements(plan, o.role);
+    if (elements > 0 && !buffer_of(b, o.role)) return null_data(plan.api(), o.name, elements);
+  }
   return Status::success();
 }
 
@@ -116,16 +154,16 @@ Status execute(const Plan &plan, const Buffers &buffers, void *workspace,
                uint64_t workspace_bytes) {
   MOEPERM_TRY(check_buffers(plan, buffers));
   MOEPERM_TRY(check_workspace(plan, workspace, workspace_bytes));
-  return backend_ops(plan.backend).run(plan, buffers, aligned_workspace(plan, workspace));
+  return plan.backend->run(plan, buffers, aligned_workspace(plan, workspace));
 }
 
 Status execute_on_stream(const Plan &plan, const Buffers &buffers, void *workspace,
                          uint64_t workspace_bytes, void *stream, DeviceErrorSink sink) {
-  const BackendOps &ops = backend_ops(plan.backend);
-  if (!ops.run_on_stream) return execute(plan, buffers, workspace, workspace_bytes);
+  if (!runs_on_device(plan)) return execute(plan, buffers, workspace, workspace_bytes);
   MOEPERM_TRY(check_buffers(plan, buffers));
   MOEPERM_TRY(check_workspace(plan, workspace, workspace_bytes));
-  return ops.run_on_stream(plan, buffers, aligned_workspace(plan, workspace), stream, sink);
+  return plan.backend->run_on_stream(plan, buffers, aligned_workspace(plan, workspace), stream,
+                                     sink);
 }
 
 }  // namespace moeperm::detail

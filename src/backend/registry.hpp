@@ -1,28 +1,42 @@
+// The backend layer's entry points: the ordered registry of backends (registry.cpp), planning
+// a call on one of them, and running a plan after the checks that need its pointers.
 #pragma once
 
 #include <moeperm/moeperm.hpp>
 
 #include <cstdint>
 #include <span>
+#include <string>
+#include <vector>
 
 #include "backend/backend.hpp"
+#include "core/op_desc.hpp"
 
 namespace moeperm::detail {
 
-const BackendOps &backend_ops(BackendId id);
+// The plan's backend (set by select_backend; never null on a planned plan).
+inline const BackendOps &backend_ops(const Plan &plan) { return *plan.backend; }
+
+// Plans a call: the core validates and derives (make_plan), then select_backend.
+Status plan_call(const OperandSet &set, Backend requested, Plan *plan);
 
 // Picks the backend (the requested one, MOEPERM_BACKEND when `automatic`, else the first
-// that supports the plan) and lets it lay out its workspace.
+// host backend that supports the plan) and lets it lay out its workspace.
 Status select_backend(Plan &plan, Backend requested);
 
-// Checks the data pointers and the workspace, realigns it and runs the plan's backend.
-Status execute(const Plan &plan, const Buffers &buffers, void *workspace, uint64_t workspace_bytes);
+// The registry as the public API shows it (moeperm::backends()).
+std::vector<BackendInfo> registered_backends();
+// The backend registered under `kind`; null when it is not built in.
+const BackendOps *find_backend(Backend kind);
 
 // Whether the plan's backend runs on a device (its pointers and workspace are device
 // memory, and it can enqueue on a stream) rather than on the host.
-inline bool runs_on_device(const Plan &plan) {
-  return backend_ops(plan.backend).run_on_stream != nullptr;
-}
+inline bool runs_on_device(const Plan &plan) { return plan.backend->run_on_stream != nullptr; }
+
+// Phase 2's checks, in this order, for every entry point (C API, C++ API, streams):
+// check_buffers (null data of tensors that have elements), then check_workspace, then the
+// backend, which checks the data-dependent rules before it writes (Note [Index validation]).
+Status execute(const Plan &plan, const Buffers &buffers, void *workspace, uint64_t workspace_bytes);
 
 // Null data pointers of tensors that have elements (SPEC §5.2 applied to data).
 Status check_buffers(const Plan &plan, const Buffers &buffers);
@@ -30,20 +44,16 @@ Status check_buffers(const Plan &plan, const Buffers &buffers);
 // The workspace is large enough and non-null when it must be.
 Status check_workspace(const Plan &plan, const void *workspace, uint64_t workspace_bytes);
 
-// Runs a plan on a CUDA stream (cudaStream_t as void*): the CUDA backend enqueues, waits for
-// the stream and reports device-side data errors; a host plan ignores the stream.
+// Runs a plan on a device stream (as void*): a device backend enqueues and, without a sink,
+// waits for the stream and reports device-side data errors; a host plan ignores the stream.
 Status execute_on_stream(const Plan &plan, const Buffers &buffers, void *workspace,
                          uint64_t workspace_bytes, void *stream, DeviceErrorSink sink = {});
 
-// The CUDA backend, or null when moeperm was built without it.
-const BackendOps *cuda_backend_ops();
-inline bool cuda_backend_built() { return cuda_backend_ops() != nullptr; }
-// GPUs the CUDA driver reports; 0 without the CUDA backend, a driver or a GPU.
-int cuda_device_count();
+// A one-line description of a planned plan (op, mode, sizes, dtypes, backend, workspace).
+std::string to_string(const Plan &plan);
 
-// Bytes the caller must provide: the layout plus slack to realign any base address.
-inline uint64_t workspace_bytes(const Plan &plan) {
-  return plan.internal_workspace ? 0 : plan.workspace.required_with_slack();
-}
+// Transitional, until the device interface owns it: GPUs the CUDA driver reports (0 when
+// not built with CUDA).
+int cuda_device_count();
 
 }  // namespace moeperm::detail

@@ -4,6 +4,7 @@
 
 #include <new>
 
+#include "backend/registry.hpp"
 #include "capi/acl_tensor.hpp"
 #include "capi/executor.hpp"
 #include "capi/last_error.hpp"
@@ -31,7 +32,8 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSi
                               desc_of(permuteProbsOutOptional),
                               desc_of(sortedIndicesOut)};
   detail::Plan plan;
-  if (detail::Status s = detail::make_permute_plan(ops, capi::operator_backend(), &plan); !s.ok())
+  if (detail::Status s = detail::plan_call(detail::to_set(ops), capi::operator_backend(), &plan);
+      !s.ok())
     return capi::report(s);
   detail::Buffers buffers{
       data_of(tokens),        data_of(permuteTokensOut),        data_of(routingMap),

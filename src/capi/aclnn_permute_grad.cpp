@@ -4,6 +4,7 @@
 
 #include <new>
 
+#include "backend/registry.hpp"
 #include "capi/acl_tensor.hpp"
 #include "capi/executor.hpp"
 #include "capi/last_error.hpp"
@@ -32,7 +33,7 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspa
                                   desc_of(tokensGradOut),
                                   desc_of(probsGradOutOptional)};
   detail::Plan plan;
-  if (detail::Status s = detail::make_permute_grad_plan(ops, capi::operator_backend(), &plan);
+  if (detail::Status s = detail::plan_call(detail::to_set(ops), capi::operator_backend(), &plan);
       !s.ok())
     return capi::report(s);
   detail::Buffers buffers{data_of(tokensGradOut),

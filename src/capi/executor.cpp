@@ -20,35 +20,25 @@ std::map<uintptr_t, std::unique_ptr<Executor>> &executors() {
   return m;
 }
 
-const char *api_of(detail::Op op) {
-  return op == detail::Op::permute ? "aclnnMoeTokenPermuteWithRoutingMap"
-                                   : "aclnnMoeTokenPermuteWithRoutingMapGrad";
-}
+const char *api_of(detail::Op op) { return detail::op_desc(op).api; }
 
 // A GPU plan reads and writes its tensors and workspace on the device: host memory there
 // would be an illegal access (and a sticky CUDA error), so it is rejected up front.
 detail::Status check_gpu_memory(const detail::Plan &plan, const detail::Buffers &b,
                                 const void *workspace) {
-  const bool fwd = plan.op == detail::Op::permute;
-  const struct {
-    const void *ptr;
-    const char *name;
-  } uses[] = {
-      {b.tokens, fwd ? "tokens" : "tokensGradOut"},
-      {b.permuted, fwd ? "permuteTokensOut" : "permutedTokenOutputGrad"},
-      {b.routing_map, fwd ? "routingMap" : "routingMapOptional"},
-      {b.dense_probs, fwd ? "probsOptional" : "probsGradOutOptional"},
-      {b.permuted_probs, fwd ? "permuteProbsOutOptional" : "permutedProbsOutputGradOptional"},
-      {b.sorted_indices, fwd ? "sortedIndicesOut" : "sortedIndices"},
-      {workspace, "workspace"},
+  auto on_gpu = [](const void *p) {
+    return !p || (device_bytes_from(p) > 0 && allocation_kind(p) == DeviceKind::cuda);
   };
-  for (const auto &u : uses)
-    if (u.ptr && (device_bytes_from(u.ptr) == 0 || allocation_kind(u.ptr) != DeviceKind::cuda))
-      return detail::inconsistent(
-          plan.api(), detail::cat(u.name,
-                                  ": expected GPU memory from aclrtMalloc (the operator "
-                                  "runs on the GPU), got a pointer outside every GPU "
-                                  "allocation"));
+  auto wrong = [&](const char *name) {
+    return detail::inconsistent(plan.api(),
+                                detail::cat(name,
+                                            ": expected GPU memory from aclrtMalloc (the operator "
+                                            "runs on the GPU), got a pointer outside every GPU "
+                                            "allocation"));
+  };
+  for (const detail::OperandDesc &o : detail::op_desc(plan.op).operands)
+    if (!on_gpu(detail::buffer_of(b, o.role))) return wrong(o.name);
+  if (!on_gpu(workspace)) return wrong("workspace");
   return detail::Status::success();
 }
 
@@ -106,7 +96,7 @@ aclnnStatus second_phase(detail::Op op, void *workspace, uint64_t workspace_size
   // Workspace errors are visible now, whatever the stream: report them from this phase.
   if (detail::Status s = detail::check_workspace(e->plan, workspace, workspace_size); !s.ok())
     return report(s);
-  if (e->plan.backend == detail::BackendId::cuda) {
+  if (detail::runs_on_device(e->plan)) {
     if (detail::Status s = check_gpu_memory(e->plan, e->buffers, workspace); !s.ok())
       return report(s);
     return report(submit_to_gpu(stream, e->plan, e->buffers, workspace, workspace_size));

@@ -174,7 +174,7 @@ ACL_FUNC_VISIBILITY aclError aclrtSetDevice(int32_t deviceId) {
   if (choice == "cuda" && gpus == 0)
     return report_acl(
         ACL_ERROR_INVALID_DEVICE,
-        moeperm::detail::cuda_backend_built()
+        moeperm::detail::find_backend(moeperm::Backend::cuda) != nullptr
             ? "aclrtSetDevice: MOEPERM_DEVICE=cuda, but the CUDA driver reports no GPU"
             : "aclrtSetDevice: MOEPERM_DEVICE=cuda, but this moeperm was built "
               "without CUDA (MOEPERM_CUDA=OFF, or nvcc was not found)");

@@ -1,4 +1,5 @@
 #include "core/messages.hpp"
+#include "core/op_desc.hpp"
 
 namespace moeperm::detail {
 
@@ -52,10 +53,11 @@ Status index_out_of_range(std::string_view api, std::string_view arg, int64_t po
 }
 
 Status bad_sorted_index(const Plan &p, int64_t position, int64_t value) {
-  const std::string allowed = p.drop_and_pad
-                                  ? cat("[0, ", p.T, ") (dropAndPad=true, tokensNum=", p.T, ")")
-                                  : cat("[0, ", p.R, ") or -1 (dropAndPad=false, R=", p.R, ")");
-  return index_out_of_range(p.api(), "sortedIndices", position, value, allowed);
+  const IndexRange range = index_range(p);
+  const std::string allowed =
+      p.drop_and_pad ? cat("[0, ", range.bound, ") (dropAndPad=true, tokensNum=", p.T, ")")
+                     : cat("[0, ", range.bound, ") or -1 (dropAndPad=false, R=", p.R, ")");
+  return index_out_of_range(p.api(), op_desc(p.op).index_rule.name, position, value, allowed);
 }
 
 Status too_many_experts_in_row(const Plan &p, int64_t row, int64_t experts) {

@@ -1,15 +1,23 @@
-// The operator arguments as the core sees them: descriptors only (never data), and
-// nullable, because "not given" is itself something SPEC §5.2 validates.
+// The operands of each operator by CANN's parameter names, for the API layers to fill with
+// designated initializers; to_set() turns them into the OperandSet the generic planner walks
+// (the order of the operator's description, core/ops/).
 #pragma once
 
 #include <moeperm/moeperm.hpp>
 
-#include "core/plan.hpp"
-#include "core/status.hpp"
+#include "core/op_desc.hpp"
 
 namespace moeperm::detail {
 
-struct PermuteOperands {                        // SPEC §2, CANN parameter names in comments
+// Operand indices in each description (CANN's parameter order).
+namespace permute_operands {
+enum : int8_t { X, M, PR, Y, YP, S };
+}
+namespace permute_grad_operands {
+enum : int8_t { G, P, S, M, TG, PG };
+}
+
+struct PermuteOperands {                        // SPEC §2
   const TensorDesc *tokens = nullptr;           // tokens
   const TensorDesc *routing_map = nullptr;      // routingMap
   const TensorDesc *probs = nullptr;            // probsOptional
@@ -32,11 +40,7 @@ struct PermuteGradOperands {                     // SPEC §3
   const TensorDesc *dense_probs_grad = nullptr;  // probsGradOutOptional
 };
 
-// CANN's limit on topK in drop-less mode (SPEC §5.5).
-inline constexpr int64_t kMaxTopK = 512;
-
-// Validate (SPEC §5, first failure wins) and derive the plan, backend fields included.
-Status make_permute_plan(const PermuteOperands &ops, Backend backend, Plan *plan);
-Status make_permute_grad_plan(const PermuteGradOperands &ops, Backend backend, Plan *plan);
+OperandSet to_set(const PermuteOperands &ops);
+OperandSet to_set(const PermuteGradOperands &ops);
 
 }  // namespace moeperm::detail

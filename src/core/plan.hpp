@@ -19,7 +19,22 @@
 
 namespace moeperm::detail {
 
+// The operators; each has its description (core/op_desc.hpp, core/ops/).
 enum class Op : uint8_t { permute, permute_grad };
+inline constexpr int kOpCount = 2;
+inline constexpr int op_index(Op op) { return static_cast<int>(op); }
+
+// The six tensors by role (table above); an operator's description binds each of its
+// operands to one.
+enum class Role : uint8_t {
+  tokens,
+  permuted,
+  routing_map,
+  dense_probs,
+  permuted_probs,
+  sorted_indices,
+};
+inline constexpr int kRoleCount = 6;
 
 // What happens to the probabilities path.
 enum class ProbsWork : uint8_t {
@@ -28,7 +43,7 @@ enum class ProbsWork : uint8_t {
   zero_fill,  // output given without its input: filled with zeros (SPEC §3)
 };
 
-enum class BackendId : uint8_t { cpu, reference, cuda };
+struct BackendOps;  // backend/backend.hpp: the core never looks inside
 
 // A 2-D strided view, in elements. Shape [rows, cols].
 struct MatrixGeom {
@@ -60,21 +75,28 @@ struct Plan {
   MatrixGeom tokens, permuted, routing_map, dense_probs;
   VectorGeom permuted_probs, sorted_indices;
 
-  BackendId backend = BackendId::reference;
-  uint8_t variant = 0;            // backend-defined kernel variant (the CPU backend: its ISA)
-  const char *variant_name = "";  // static string naming it, for to_string()
-  bool stream_stores = false;     // large outputs: write with non-temporal stores
+  // Bit i: operand i of the operator's description is given and used (SPEC §3: a probs
+  // input without its output is accepted and ignored), so its data pointer is checked.
+  uint32_t used_operands = 0;
+
+  const BackendOps *backend = nullptr;  // set by the backend layer (select_backend)
+  uint8_t variant = 0;                  // backend-defined kernel variant (the CPU backend: its ISA)
+  const char *variant_name = "";        // static string naming it, for to_string()
+  bool stream_stores = false;           // large outputs: write with non-temporal stores
   WorkspaceLayout workspace;
   // The backend allocates `workspace` itself and the caller provides none (SPEC §5: empty
   // problems have a workspace of 0; the CUDA backend still needs its status word there).
   bool internal_workspace = false;
-  int ws_slot[WorkspaceLayout::kMaxSlots] = {-1, -1, -1, -1, -1, -1, -1, -1};  // backend-defined meaning
+  int ws_slot[WorkspaceLayout::kMaxSlots] = {-1, -1, -1, -1,
+                                             -1, -1, -1, -1};  // backend-defined meaning
 
-  const char *api() const {
-    return op == Op::permute ? "aclnnMoeTokenPermuteWithRoutingMap"
-                             : "aclnnMoeTokenPermuteWithRoutingMapGrad";
-  }
+  const char *api() const;  // the operator's CANN API name (its description)
 };
+
+// Bytes the caller must provide: the layout plus slack to realign any base address.
+inline uint64_t workspace_bytes(const Plan &plan) {
+  return plan.internal_workspace ? 0 : plan.workspace.required_with_slack();
+}
 
 // Base pointers of the six role tensors (storage element 0; the geometry's offset applies).
 struct Buffers {
@@ -86,6 +108,30 @@ struct Buffers {
   void *sorted_indices = nullptr;
 };
 
-std::string to_string(const Plan &plan);
+// Elements of a role's view (0 when the plan has none).
+inline int64_t role_elements(const Plan &p, Role role) {
+  switch (role) {
+    case Role::tokens: return p.tokens.rows * p.tokens.cols;
+    case Role::permuted: return p.permuted.rows * p.permuted.cols;
+    case Role::routing_map: return p.routing_map.rows * p.routing_map.cols;
+    case Role::dense_probs: return p.dense_probs.rows * p.dense_probs.cols;
+    case Role::permuted_probs: return p.permuted_probs.len;
+    case Role::sorted_indices: return p.sorted_indices.len;
+  }
+  return 0;
+}
+
+// The base pointer of a role (read-only view, for checks).
+inline const void *buffer_of(const Buffers &b, Role role) {
+  switch (role) {
+    case Role::tokens: return b.tokens;
+    case Role::permuted: return b.permuted;
+    case Role::routing_map: return b.routing_map;
+    case Role::dense_probs: return b.dense_probs;
+    case Role::permuted_probs: return b.permuted_probs;
+    case Role::sorted_indices: return b.sorted_indices;
+  }
+  return nullptr;
+}
 
 }  // namespace moeperm::detail

@@ -2,32 +2,38 @@
 // the run path. Empty problems (R = 0 or H = 0) go to the reference, which needs no
 // workspace (SPEC §5: empty inputs succeed with a workspace of 0).
 #include "backend/backend.hpp"
+#include "backend/kernel_table.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/kernels.hpp"
 
 namespace moeperm::detail {
 namespace {
 
-bool cpu_supports(const Plan &p) { return p.R > 0 && p.H > 0; }
-
 // Outputs larger than this bypass the cache: they cannot stay in it anyway, and skipping
 // the read-for-ownership of each destination line saves a third of the traffic of a copy.
 constexpr int64_t kStreamingBytes = int64_t{16} << 20;
 
-Status cpu_prepare(Plan &p) {
-  const cpu::Isa isa = cpu::selected_isa();
-  p.variant = static_cast<uint8_t>(isa);
-  p.variant_name = cpu::to_string(isa);
-  const int64_t out_rows = p.op == Op::permute ? p.R : p.T;
-  p.stream_stores = out_rows * p.H * element_size(p.value_dtype) >= kStreamingBytes;
-  const bool needs_ranks =
-      !p.drop_and_pad && (p.op == Op::permute || p.probs == ProbsWork::compute);
-  if (needs_ranks) {
-    p.ws_slot[cpu::kSlotBlockRanks] =
-        p.workspace.add("expert_block_ranks",
-                        static_cast<uint64_t>(cpu::token_blocks(p.T) * p.E) * sizeof(int64_t));
-  }
-  if (p.op == Op::permute_grad && p.drop_and_pad) {
+bool streams(const Plan &p, int64_t output_rows) {
+  return output_rows * p.H * element_size(p.value_dtype) >= kStreamingBytes;
+}
+
+void add_block_ranks(Plan &p) {
+  p.ws_slot[cpu::kSlotBlockRanks] = p.workspace.add(
+      "expert_block_ranks", static_cast<uint64_t>(cpu::token_blocks(p.T) * p.E) * sizeof(int64_t));
+}
+
+// Forward: writes [R, H]; drop-less needs the expert-major ranks.
+Status prepare_permute(Plan &p) {
+  p.stream_stores = streams(p, p.R);
+  if (!p.drop_and_pad) add_block_ranks(p);
+  return Status::success();
+}
+
+// Grad: writes [T, H]; drop-less probs need the ranks, drop-and-pad groups slots by token.
+Status prepare_permute_grad(Plan &p) {
+  p.stream_stores = streams(p, p.T);
+  if (!p.drop_and_pad && p.probs == ProbsWork::compute) add_block_ranks(p);
+  if (p.drop_and_pad) {
     p.ws_slot[cpu::kSlotCsrOffsets] =
         p.workspace.add("csr_offsets", static_cast<uint64_t>(p.T + 1) * sizeof(int64_t));
     p.ws_slot[cpu::kSlotCsrSlots] =
@@ -36,18 +42,32 @@ Status cpu_prepare(Plan &p) {
   return Status::success();
 }
 
+using CpuKernel = Status (*)(const Plan &, const Buffers &, std::byte *);
+
+constexpr KernelTable<CpuKernel> kKernels{
+    {Op::permute, {prepare_permute, cpu::permute_dropless, cpu::permute_drop_and_pad}},
+    {Op::permute_grad,
+     {prepare_permute_grad, cpu::permute_grad_dropless, cpu::permute_grad_drop_and_pad}},
+};
+
+bool cpu_supports(const Plan &p) { return kKernels.find(p) != nullptr && p.R > 0 && p.H > 0; }
+
+Status cpu_prepare(Plan &p) {
+  const cpu::Isa isa = cpu::selected_isa();
+  p.variant = static_cast<uint8_t>(isa);
+  p.variant_name = cpu::to_string(isa);
+  return kKernels.prepare(p);
+}
+
 Status cpu_run(const Plan &p, const Buffers &b, std::byte *ws) {
-  if (p.op == Op::permute)
-    return p.drop_and_pad ? cpu::permute_drop_and_pad(p, b, ws) : cpu::permute_dropless(p, b, ws);
-  return p.drop_and_pad ? cpu::permute_grad_drop_and_pad(p, b, ws)
-                        : cpu::permute_grad_dropless(p, b, ws);
+  return kKernels.find(p)(p, b, ws);
 }
 
 }  // namespace
 
-const BackendOps kCpuBackend{
+extern const BackendOps kCpuBackend{
     .name = "cpu",
-    .id = BackendId::cpu,
+    .kind = Backend::cpu,
     .supports = cpu_supports,
     .prepare = cpu_prepare,
     .run = cpu_run,

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "core/messages.hpp"
+#include "core/op_desc.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/row_ops.hpp"
 #include "cpu/threading.hpp"
@@ -48,22 +49,21 @@ Status expert_block_ranks(const Plan &p, const void *map, int64_t *ranks, int64_
   return Status::success();
 }
 
-int64_t first_bad_index(const Plan &p, const void *sorted_indices, int64_t limit,
-                        bool allow_minus_one) {
+int64_t first_bad_index(const Plan &p, const void *sorted_indices) {
+  const IndexRange range = index_range(p);
   constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
   int64_t first = kNone;
   const VectorGeom g = p.sorted_indices;
 #pragma omp parallel for num_threads(num_threads()) schedule(static) reduction(min : first)
   for (int64_t j = 0; j < g.len; ++j) {
     const int64_t s = *elem<int32_t>(sorted_indices, g.at(j));
-    const bool ok = (s >= 0 && s < limit) || (allow_minus_one && s == -1);
-    if (!ok) first = std::min(first, j);
+    if (!range.contains(s)) first = std::min(first, j);
   }
   return first == kNone ? -1 : first;
 }
 
 void zero_probs_output(const Plan &p, const Buffers &b) {
-  if (p.op == Op::permute) {
+  if (probs_output_role(p) == Role::permuted_probs) {
     const int64_t es = element_size(p.permuted_probs_dtype);
     for (int64_t j = 0; j < p.R; ++j) zero_elem(b.permuted_probs, p.permuted_probs.at(j), es);
     return;

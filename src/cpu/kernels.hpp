@@ -30,17 +30,17 @@ inline constexpr int kSlotCsrSlots = 1;    // int64 [R]: slot ids j grouped by t
 Status expert_block_ranks(const Plan &p, const void *routing_map, int64_t *ranks, int64_t *nnz,
                           int64_t max_per_row);
 
-// The first position of a sorted index outside [0, limit) (and not -1 when allowed);
-// -1 if none.
-int64_t first_bad_index(const Plan &p, const void *sorted_indices, int64_t limit,
-                        bool allow_minus_one);
+// The first position of a sorted index outside the operator's range for the plan's mode
+// (index_range, Note [Index validation]); -1 if none.
+int64_t first_bad_index(const Plan &p, const void *sorted_indices);
 
 Status permute_dropless(const Plan &p, const Buffers &b, std::byte *ws);
 Status permute_drop_and_pad(const Plan &p, const Buffers &b, std::byte *ws);
 Status permute_grad_dropless(const Plan &p, const Buffers &b, std::byte *ws);
 Status permute_grad_drop_and_pad(const Plan &p, const Buffers &b, std::byte *ws);
 
-// Writes +0 to every element of the [R] probs (forward) or [T, E] probs (backward) output.
+// Writes +0 to every element of the probs output, whichever role it has (the [R] permuted
+// probs of the forward, the [T, E] dense probs of the backward).
 void zero_probs_output(const Plan &p, const Buffers &b);
 
 }  // namespace moeperm::detail::cpu

@@ -33,7 +33,7 @@ void sum_tokens(const Plan &p, const Buffers &b, const int64_t *offsets, const i
 }  // namespace
 
 Status permute_grad_drop_and_pad(const Plan &p, const Buffers &b, std::byte *ws) {
-  if (const int64_t j = first_bad_index(p, b.sorted_indices, p.T, false); j >= 0)
+  if (const int64_t j = first_bad_index(p, b.sorted_indices); j >= 0)
     return bad_sorted_index(p, j, *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(j)));
 
   // Counting sort of slots by token id; stable, so each token's slots stay ascending.

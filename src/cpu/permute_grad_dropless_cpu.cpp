@@ -8,8 +8,8 @@
 // Token t is owned by one thread; its sum runs in ascending k (Note [Determinism]).
 #include <algorithm>
 
+#include "core/limits.hpp"
 #include "core/messages.hpp"
-#include "core/operands.hpp"
 #include "cpu/kernels.hpp"
 #include "cpu/row_ops.hpp"
 #include "cpu/threading.hpp"
@@ -42,7 +42,7 @@ void sum_tokens(const Plan &p, const Buffers &b) {
 
 Status permute_grad_dropless(const Plan &p, const Buffers &b, std::byte *ws) {
   // Note [Index validation]: all checks precede all writes.
-  if (const int64_t j = first_bad_index(p, b.sorted_indices, p.R, true); j >= 0)
+  if (const int64_t j = first_bad_index(p, b.sorted_indices); j >= 0)
     return bad_sorted_index(p, j, *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(j)));
   int64_t *ranks = nullptr;
   if (p.probs == ProbsWork::compute) {

@@ -6,7 +6,7 @@
 
 namespace moeperm::detail {
 
-const BackendOps *cuda_backend_ops() { return nullptr; }
+const BackendOps *cuda_backend() { return nullptr; }
 int cuda_device_count() { return 0; }
 
 }  // namespace moeperm::detail

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "backend/kernel_table.hpp"
 #include "backend/registry.hpp"
 #include "core/messages.hpp"
 #include "cuda/launch.hpp"
@@ -34,12 +35,39 @@ enum Slot : int {
   kSlotSortTemp,
 };
 
-bool needs_ranks(const detail::Plan &p) {
-  return p.op == detail::Op::permute || (p.probs == detail::ProbsWork::compute && !p.drop_and_pad);
+void add_ranks(detail::Plan &p) {
+  auto &w = p.workspace;
+  p.ws_slot[kSlotTileCounts] =
+      w.add("tile_counts", static_cast<uint64_t>(p.E * tiles_of(p.T)) * sizeof(int32_t));
+  p.ws_slot[kSlotChunkCounts] =
+      w.add("chunk_counts", static_cast<uint64_t>(p.T * chunks_of(p.E)) * sizeof(int32_t));
+  p.ws_slot[kSlotExpertOffsets] =
+      w.add("expert_offsets", static_cast<uint64_t>(p.E + 1) * sizeof(int64_t));
 }
-bool needs_sort(const detail::Plan &p) {
-  return p.op == detail::Op::permute_grad && p.drop_and_pad && p.R > 0;
+
+// The forward ranks the routing map in both modes.
+Status prepare_permute(detail::Plan &p) {
+  add_ranks(p);
+  return Status::success();
 }
+
+Status add_sort(detail::Plan &p);
+
+// The Grad ranks for drop-less probs; drop-and-pad sorts the slots by token.
+Status prepare_permute_grad(detail::Plan &p) {
+  if (p.probs == detail::ProbsWork::compute && !p.drop_and_pad) add_ranks(p);
+  if (p.drop_and_pad && p.R > 0) return add_sort(p);
+  return Status::success();
+}
+
+using CudaKernel = Status (*)(const detail::Plan &, const detail::Buffers &, const Workspace &,
+                              cudaStream_t);
+
+// Each kernel file covers both modes.
+constexpr detail::KernelTable<CudaKernel> kKernels{
+    {detail::Op::permute, {prepare_permute, permute, permute}},
+    {detail::Op::permute_grad, {prepare_permute_grad, permute_grad, permute_grad}},
+};
 
 // Pinned host copies of status words, recycled: one per run in flight.
 class StatusPool {
@@ -57,9 +85,9 @@ class StatusPool {
       // Outside the lock: pinning may wait for the device, whose callbacks take the lock.
       constexpr int kChunk = 64;
       void *chunk = nullptr;
-      MOEPERM_TRY(cuda_status(
-          cudaHostAlloc(&chunk, kChunk * sizeof(DeviceStatus), cudaHostAllocDefault),
-          "cudaHostAlloc"));
+      MOEPERM_TRY(
+          cuda_status(cudaHostAlloc(&chunk, kChunk * sizeof(DeviceStatus), cudaHostAllocDefault),
+                      "cudaHostAlloc"));
       std::lock_guard lock(mu_);
       for (int i = 0; i < kChunk; ++i) free_.push_back(static_cast<DeviceStatus *>(chunk) + i);
     }
@@ -87,8 +115,7 @@ Status to_status(const detail::Plan &p, const DeviceStatus &s) {
     case kTooManyExpertsInRow:
       return detail::too_many_experts_in_row(p, static_cast<int64_t>(s.first_bad), s.bad_value);
     case kTooManyRoutedPairs: return detail::too_many_routed_pairs(p, s.routed_pairs);
-    default:
-      return detail::internal_error(p.api(), detail::cat("unknown device status ", s.kind));
+    default: return detail::internal_error(p.api(), detail::cat("unknown device status ", s.kind));
   }
 }
 
@@ -105,38 +132,37 @@ void CUDART_CB deliver_status(void *arg) {
   delete pending;
 }
 
-Status cuda_prepare(detail::Plan &p) {
+Status add_sort(detail::Plan &p) {
   auto &w = p.workspace;
-  p.variant_name = "sm_80+";
-  p.ws_slot[kSlotStatus] = w.add("device_status", sizeof(DeviceStatus));
-  if (needs_ranks(p)) {
-    p.ws_slot[kSlotTileCounts] =
-        w.add("tile_counts", static_cast<uint64_t>(p.E * tiles_of(p.T)) * sizeof(int32_t));
-    p.ws_slot[kSlotChunkCounts] =
-        w.add("chunk_counts", static_cast<uint64_t>(p.T * chunks_of(p.E)) * sizeof(int32_t));
-    p.ws_slot[kSlotExpertOffsets] =
-        w.add("expert_offsets", static_cast<uint64_t>(p.E + 1) * sizeof(int64_t));
-  }
-  if (needs_sort(p)) {
+  {
     p.ws_slot[kSlotSortKeys] = w.add("sort_keys", static_cast<uint64_t>(2 * p.R) * sizeof(int32_t));
     p.ws_slot[kSlotSortValues] =
         w.add("sort_values", static_cast<uint64_t>(2 * p.R) * sizeof(int64_t));
-    p.ws_slot[kSlotTokenRuns] = w.add("token_runs", static_cast<uint64_t>(2 * p.T) * sizeof(int64_t));
+    p.ws_slot[kSlotTokenRuns] =
+        w.add("token_runs", static_cast<uint64_t>(2 * p.T) * sizeof(int64_t));
     // CUB sizes its temporary storage for the current device: the plan needs a GPU.
     cub::DoubleBuffer<int32_t> keys(nullptr, nullptr);
     cub::DoubleBuffer<int64_t> values(nullptr, nullptr);
     size_t temp = 0;
-    const cudaError_t err = cub::DeviceRadixSort::SortPairs(nullptr, temp, keys, values, p.R, 0,
-                                                            sort_key_bits(p.T));
+    const cudaError_t err =
+        cub::DeviceRadixSort::SortPairs(nullptr, temp, keys, values, p.R, 0, sort_key_bits(p.T));
     if (err != cudaSuccess) {
       (void)cudaGetLastError();
       return detail::fail(Code::runtime_error,
-                          detail::cat(p.api(), ": the CUDA backend cannot size its sort on this "
-                                               "machine: ",
+                          detail::cat(p.api(),
+                                      ": the CUDA backend cannot size its sort on this "
+                                      "machine: ",
                                       cudaGetErrorName(err), " (", cudaGetErrorString(err), ")"));
     }
     p.ws_slot[kSlotSortTemp] = w.add("sort_temp", temp);
   }
+  return Status::success();
+}
+
+Status cuda_prepare(detail::Plan &p) {
+  p.variant_name = "sm_80+";
+  p.ws_slot[kSlotStatus] = p.workspace.add("device_status", sizeof(DeviceStatus));
+  MOEPERM_TRY(kKernels.prepare(p));
   p.internal_workspace = p.R == 0 || p.H == 0;
   return Status::success();
 }
@@ -154,21 +180,22 @@ Workspace resolve(const detail::Plan &p, std::byte *base) {
   ws.sort_values = static_cast<int64_t *>(at(kSlotSortValues));
   ws.token_runs = static_cast<int64_t *>(at(kSlotTokenRuns));
   ws.sort_temp = at(kSlotSortTemp);
-  ws.sort_temp_bytes = p.ws_slot[kSlotSortTemp] < 0 ? 0 : p.workspace.bytes(p.ws_slot[kSlotSortTemp]);
+  ws.sort_temp_bytes =
+      p.ws_slot[kSlotSortTemp] < 0 ? 0 : p.workspace.bytes(p.ws_slot[kSlotSortTemp]);
   return ws;
 }
 
 // Copies the status word to `host` and either enqueues its delivery to `sink` (which then
 // owns `host`) or, without a sink, waits and converts it.
-Status hand_off(const detail::Plan &p, const Workspace &ws, DeviceStatus *host,
-                cudaStream_t stream, detail::DeviceErrorSink sink) {
+Status hand_off(const detail::Plan &p, const Workspace &ws, DeviceStatus *host, cudaStream_t stream,
+                detail::DeviceErrorSink sink) {
   MOEPERM_TRY(cuda_status(
       cudaMemcpyAsync(host, ws.status, sizeof(DeviceStatus), cudaMemcpyDeviceToHost, stream),
       "cudaMemcpyAsync"));
   if (sink.deliver) {
     auto *pending = new Pending{p, host, sink};
-    Status s = cuda_status(cudaLaunchHostFunc(stream, deliver_status, pending),
-                           "cudaLaunchHostFunc");
+    Status s =
+        cuda_status(cudaLaunchHostFunc(stream, deliver_status, pending), "cudaLaunchHostFunc");
     if (!s.ok()) {
       delete pending;
       (void)cudaStreamSynchronize(stream);  // the copy into `host` must land before its reuse
@@ -184,13 +211,12 @@ Status cuda_run_on_stream(const detail::Plan &p, const detail::Buffers &b, std::
   auto stream = static_cast<cudaStream_t>(stream_handle);
   const Workspace ws = resolve(p, base);
   // The status word starts as "no error": first_bad = kNone, everything else 0.
-  MOEPERM_TRY(cuda_status(cudaMemsetAsync(ws.status, 0, sizeof(DeviceStatus), stream),
-                          "cudaMemsetAsync"));
-  MOEPERM_TRY(cuda_status(cudaMemsetAsync(&ws.status->first_bad, 0xff,
-                                          sizeof(ws.status->first_bad), stream),
-                          "cudaMemsetAsync"));
-  MOEPERM_TRY(p.op == detail::Op::permute ? permute(p, b, ws, stream)
-                                          : permute_grad(p, b, ws, stream));
+  MOEPERM_TRY(
+      cuda_status(cudaMemsetAsync(ws.status, 0, sizeof(DeviceStatus), stream), "cudaMemsetAsync"));
+  MOEPERM_TRY(cuda_status(
+      cudaMemsetAsync(&ws.status->first_bad, 0xff, sizeof(ws.status->first_bad), stream),
+      "cudaMemsetAsync"));
+  MOEPERM_TRY(kKernels.find(p)(p, b, ws, stream));
   DeviceStatus *host = nullptr;
   MOEPERM_TRY(status_pool().take(&host));
   Status s = hand_off(p, ws, host, stream, sink);
@@ -206,8 +232,8 @@ Status cuda_run_with_scratch(const detail::Plan &p, const detail::Buffers &b, st
   if (!p.internal_workspace) return cuda_run_on_stream(p, b, base, stream_handle, sink);
   auto stream = static_cast<cudaStream_t>(stream_handle);
   void *scratch = nullptr;
-  MOEPERM_TRY(cuda_status(cudaMallocAsync(&scratch, p.workspace.total(), stream),
-                          "cudaMallocAsync"));
+  MOEPERM_TRY(
+      cuda_status(cudaMallocAsync(&scratch, p.workspace.total(), stream), "cudaMallocAsync"));
   Status s = cuda_run_on_stream(p, b, static_cast<std::byte *>(scratch), stream_handle, sink);
   const Status f = cuda_status(cudaFreeAsync(scratch, stream), "cudaFreeAsync");
   // Once the outcome is promised to a sink, this call must report success (the sink's owner
@@ -227,14 +253,14 @@ namespace moeperm::detail {
 
 const BackendOps kCudaBackend{
     .name = "cuda",
-    .id = BackendId::cuda,
-    .supports = [](const Plan &) { return true; },
+    .kind = Backend::cuda,
+    .supports = [](const Plan &p) { return cuda::kKernels.find(p) != nullptr; },
     .prepare = cuda::cuda_prepare,
     .run = cuda::cuda_run,
     .run_on_stream = cuda::cuda_run_with_scratch,
 };
 
-const BackendOps *cuda_backend_ops() { return &kCudaBackend; }
+const BackendOps *cuda_backend() { return &kCudaBackend; }
 
 int cuda_device_count() {
   int n = 0;

@@ -67,8 +67,8 @@ unsigned blocks_for_cells(int64_t cells) {
   return grid_of((cells + kWarpsPerBlock - 1) / kWarpsPerBlock);
 }
 
-__global__ void count_cells_kernel(DMatrix map, int64_t T, int64_t E, int64_t tiles,
-                                   int64_t chunks, int32_t *tile_counts, int32_t *chunk_counts) {
+__global__ void count_cells_kernel(DMatrix map, int64_t T, int64_t E, int64_t tiles, int64_t chunks,
+                                   int32_t *tile_counts, int32_t *chunk_counts) {
   Cell c;
   if (!cell_of_warp(T, tiles, chunks, c)) return;
   const unsigned bits = routing_bits(map, E, c);
@@ -82,8 +82,8 @@ __global__ void count_cells_kernel(DMatrix map, int64_t T, int64_t E, int64_t ti
   if (c.valid) chunk_counts[c.t * chunks + c.chunk] = __popc(bits);
 }
 
-__global__ void check_rows_kernel(const int32_t *chunk_counts, int64_t T, int64_t chunks,
-                                  int64_t K, DeviceStatus *status) {
+__global__ void check_rows_kernel(const int32_t *chunk_counts, int64_t T, int64_t chunks, int64_t K,
+                                  DeviceStatus *status) {
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < T;
        t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     int64_t n = 0;
@@ -199,10 +199,9 @@ __global__ void rank_forward_dropless_kernel(DMatrix map, int64_t T, int64_t E, 
       *reinterpret_cast<int32_t *>(sorted.at(c.t * K + s)) = -1;
 }
 
-__global__ void rank_forward_dp_kernel(DMatrix map, int64_t T, int64_t E, int64_t C,
-                                       int64_t tiles, int64_t chunks, const int32_t *scan,
-                                       const int64_t *offsets, DVector sorted,
-                                       const DeviceStatus *status) {
+__global__ void rank_forward_dp_kernel(DMatrix map, int64_t T, int64_t E, int64_t C, int64_t tiles,
+                                       int64_t chunks, const int32_t *scan, const int64_t *offsets,
+                                       DVector sorted, const DeviceStatus *status) {
   if (status->failed) return;
   Cell c;
   if (!cell_of_warp(T, tiles, chunks, c)) return;
@@ -224,9 +223,9 @@ __global__ void rank_forward_dp_kernel(DMatrix map, int64_t T, int64_t E, int64_
 }
 
 __global__ void rank_grad_probs_kernel(DMatrix map, int64_t T, int64_t E, int64_t tiles,
-                                       int64_t chunks, const int32_t *scan,
-                                       const int64_t *offsets, DMatrix dense,
-                                       DVector permuted_probs, const DeviceStatus *status) {
+                                       int64_t chunks, const int32_t *scan, const int64_t *offsets,
+                                       DMatrix dense, DVector permuted_probs,
+                                       const DeviceStatus *status) {
   if (status->failed) return;
   Cell c;
   if (!cell_of_warp(T, tiles, chunks, c)) return;
@@ -269,7 +268,7 @@ Status scan_tiles(const detail::Plan &p, int32_t *tile_counts, int64_t *expert_o
   const int64_t tiles = tiles_of(p.T);
   if (p.E > 0 && tiles > 0) {
     scan_tiles_kernel<<<static_cast<unsigned>(p.E), 256, 0, stream>>>(tile_counts, tiles,
-                                                                       expert_offsets);
+                                                                      expert_offsets);
     MOEPERM_TRY(launched("scan_tiles"));
   } else if (p.E > 0) {
     MOEPERM_TRY(cuda_status(
@@ -280,12 +279,11 @@ Status scan_tiles(const detail::Plan &p, int32_t *tile_counts, int64_t *expert_o
   return launched("scan_experts");
 }
 
-Status finalize_status(const detail::Plan &p, DeviceStatus *status, const int64_t *expert_offsets,
-                       bool check_routed_pairs, const DVector &sorted_indices, const DMatrix &map,
-                       cudaStream_t stream) {
-  const int kind = p.op == detail::Op::permute_grad ? kBadSortedIndex : kTooManyExpertsInRow;
-  finalize_status_kernel<<<1, 1, 0, stream>>>(status, kind, expert_offsets, p.E,
-                                              check_routed_pairs, p.R, sorted_indices, map);
+Status finalize_status(const detail::Plan &p, DeviceStatus *status, int kind,
+                       const int64_t *expert_offsets, bool check_routed_pairs,
+                       const DVector &sorted_indices, const DMatrix &map, cudaStream_t stream) {
+  finalize_status_kernel<<<1, 1, 0, stream>>>(status, kind, expert_offsets, p.E, check_routed_pairs,
+                                              p.R, sorted_indices, map);
   return launched("finalize_status");
 }
 
@@ -295,10 +293,9 @@ Status rank_forward_dropless(const detail::Plan &p, const DMatrix &map, const Wo
   const int64_t tiles = tiles_of(p.T), chunks = chunks_of(p.E);
   if (tiles == 0) return Status::success();
   rank_forward_dropless_kernel<<<blocks_for_cells(tiles * chunks), kWarpsPerBlock * 32, 0,
-                                 stream>>>(map, p.T, p.E, p.K, tiles, chunks, ws.tile_counts,
-                                           ws.chunk_counts, ws.expert_offsets, sorted, probs,
-                                           permuted_probs, p.probs == detail::ProbsWork::compute,
-                                           ws.status);
+                                 stream>>>(
+      map, p.T, p.E, p.K, tiles, chunks, ws.tile_counts, ws.chunk_counts, ws.expert_offsets, sorted,
+      probs, permuted_probs, p.probs == detail::ProbsWork::compute, ws.status);
   return launched("rank_forward_dropless");
 }
 
@@ -317,8 +314,8 @@ Status rank_grad_probs(const detail::Plan &p, const DMatrix &map, const Workspac
   const int64_t tiles = tiles_of(p.T), chunks = chunks_of(p.E);
   if (tiles == 0 || chunks == 0) return Status::success();
   rank_grad_probs_kernel<<<blocks_for_cells(tiles * chunks), kWarpsPerBlock * 32, 0, stream>>>(
-      map, p.T, p.E, tiles, chunks, ws.tile_counts, ws.expert_offsets, dense_probs,
-      permuted_probs, ws.status);
+      map, p.T, p.E, tiles, chunks, ws.tile_counts, ws.expert_offsets, dense_probs, permuted_probs,
+      ws.status);
   return launched("rank_grad_probs");
 }
 

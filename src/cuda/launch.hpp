@@ -4,6 +4,8 @@
 
 #include <cuda_runtime.h>
 
+#include "core/limits.hpp"
+#include "core/op_desc.hpp"
 #include "core/plan.hpp"
 #include "core/status.hpp"
 #include "cuda/device_views.cuh"
@@ -38,10 +40,11 @@ Status count_tiles(const detail::Plan &p, const DMatrix &map, const Workspace &w
                    int64_t row_limit, cudaStream_t stream);
 Status scan_tiles(const detail::Plan &p, int32_t *tile_counts, int64_t *expert_offsets,
                   cudaStream_t stream);
-// Fills in the offending value and `failed` (Note [Device errors]).
-Status finalize_status(const detail::Plan &p, DeviceStatus *status, const int64_t *expert_offsets,
-                       bool check_routed_pairs, const DVector &sorted_indices, const DMatrix &map,
-                       cudaStream_t stream);
+// Fills in the offending value and `failed` (Note [Device errors]); `kind` is the error a
+// bad position means for the calling kernel (kBadSortedIndex, kTooManyExpertsInRow).
+Status finalize_status(const detail::Plan &p, DeviceStatus *status, int kind,
+                       const int64_t *expert_offsets, bool check_routed_pairs,
+                       const DVector &sorted_indices, const DMatrix &map, cudaStream_t stream);
 // Forward, drop-less: sortedIndicesOut and permuteProbsOut from the ranks.
 Status rank_forward_dropless(const detail::Plan &p, const DMatrix &map, const Workspace &ws,
                              const DVector &sorted, const DMatrix &probs,

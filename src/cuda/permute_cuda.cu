@@ -10,7 +10,7 @@ namespace moeperm::cuda {
 namespace {
 
 constexpr int kRowThreads = 256;
-constexpr int kMaxTopK = 512;  // SPEC §5.5: a larger K is rejected at plan time
+using detail::kMaxTopK;  // a larger K is rejected at plan time
 
 // Block per token: its rows are sorted[t*K + r] for r < K that are not -1.
 __global__ void scatter_tokens_kernel(DMatrix permuted, DMatrix tokens, DVector sorted, int64_t K,
@@ -76,22 +76,23 @@ Status permute(const detail::Plan &p, const detail::Buffers &b, const Workspace 
   // Ranks, and the drop-less row check (more than K experts), before any output is written.
   MOEPERM_TRY(count_tiles(p, map, ws, p.drop_and_pad ? -1 : p.K, stream));
   MOEPERM_TRY(scan_tiles(p, ws.tile_counts, ws.expert_offsets, stream));
-  MOEPERM_TRY(finalize_status(p, ws.status, ws.expert_offsets, false, sorted, map, stream));
+  MOEPERM_TRY(finalize_status(p, ws.status, kTooManyExpertsInRow, ws.expert_offsets, false, sorted,
+                              map, stream));
 
   if (!p.drop_and_pad) {
     MOEPERM_TRY(rank_forward_dropless(p, map, ws, sorted, probs, permuted_probs, stream));
     if (p.probs == detail::ProbsWork::zero_fill)
       MOEPERM_TRY(zero_vector(permuted_probs, ws.status, stream));
     if (p.T > 0) {
-      scatter_tokens_kernel<<<grid_of(p.T), kRowThreads, 0, stream>>>(permuted, tokens, sorted,
-                                                                      p.K, ws.status);
+      scatter_tokens_kernel<<<grid_of(p.T), kRowThreads, 0, stream>>>(permuted, tokens, sorted, p.K,
+                                                                      ws.status);
       MOEPERM_TRY(launched("scatter_tokens"));
     }
     if (p.R > 0) {
       const unsigned grid = static_cast<unsigned>(p.R < 4096 ? p.R : 4096);
-      zero_tail_kernel<<<grid, kRowThreads, 0, stream>>>(
-          permuted, permuted_probs, p.probs == detail::ProbsWork::compute,
-          ws.expert_offsets + p.E, p.R, ws.status);
+      zero_tail_kernel<<<grid, kRowThreads, 0, stream>>>(permuted, permuted_probs,
+                                                         p.probs == detail::ProbsWork::compute,
+                                                         ws.expert_offsets + p.E, p.R, ws.status);
       MOEPERM_TRY(launched("zero_tail"));
     }
     return Status::success();

@@ -18,7 +18,7 @@ namespace moeperm::cuda {
 namespace {
 
 constexpr int kRowThreads = 256;
-constexpr int kMaxTopK = 512;
+using detail::kMaxTopK;
 
 __device__ __forceinline__ int64_t index_at(const DVector &s, int64_t j) {
   return *reinterpret_cast<const int32_t *>(s.at(j));
@@ -113,9 +113,7 @@ Status with_value_type(DType dtype, F &&f) {
   }
 }
 
-unsigned grid_for_threads(int64_t n, int threads) {
-  return grid_of((n + threads - 1) / threads);
-}
+unsigned grid_for_threads(int64_t n, int threads) { return grid_of((n + threads - 1) / threads); }
 
 }  // namespace
 
@@ -138,15 +136,17 @@ Status permute_grad(const detail::Plan &p, const detail::Buffers &b, const Works
 
   // 1. Checks (SPEC §5.7) before any write.
   if (p.R > 0) {
+    const detail::IndexRange range = detail::index_range(p);
     check_indices_kernel<<<grid_for_threads(p.R, 256), 256, 0, stream>>>(
-        S, 0, p.drop_and_pad ? p.T : p.R, !p.drop_and_pad, ws.status);
+        S, 0, range.bound, range.allows_minus_one, ws.status);
     MOEPERM_TRY(launched("check_indices"));
   }
   if (probs_from_ranks) {
     MOEPERM_TRY(count_tiles(p, map, ws, -1, stream));
     MOEPERM_TRY(scan_tiles(p, ws.tile_counts, ws.expert_offsets, stream));
   }
-  MOEPERM_TRY(finalize_status(p, ws.status, ws.expert_offsets, probs_from_ranks, S, map, stream));
+  MOEPERM_TRY(finalize_status(p, ws.status, kBadSortedIndex, ws.expert_offsets, probs_from_ranks, S,
+                              map, stream));
 
   // 2. tokensGrad.
   if (!p.drop_and_pad) {
@@ -157,22 +157,21 @@ Status permute_grad(const detail::Plan &p, const detail::Buffers &b, const Works
     }));
   } else {
     if (p.R > 0) {
-      make_pairs_kernel<<<grid_for_threads(p.R, 256), 256, 0, stream>>>(
-          S, ws.sort_keys, ws.sort_values, ws.status);
+      make_pairs_kernel<<<grid_for_threads(p.R, 256), 256, 0, stream>>>(S, ws.sort_keys,
+                                                                        ws.sort_values, ws.status);
       MOEPERM_TRY(launched("make_pairs"));
       cub::DoubleBuffer<int32_t> keys(ws.sort_keys, ws.sort_keys + p.R);
       cub::DoubleBuffer<int64_t> values(ws.sort_values, ws.sort_values + p.R);
       size_t temp_bytes = ws.sort_temp_bytes;
+      MOEPERM_TRY(
+          cuda_status(cub::DeviceRadixSort::SortPairs(ws.sort_temp, temp_bytes, keys, values, p.R,
+                                                      0, sort_key_bits(p.T), stream),
+                      "cub::DeviceRadixSort::SortPairs"));
       MOEPERM_TRY(cuda_status(
-          cub::DeviceRadixSort::SortPairs(ws.sort_temp, temp_bytes, keys, values, p.R, 0,
-                                          sort_key_bits(p.T), stream),
-          "cub::DeviceRadixSort::SortPairs"));
-      MOEPERM_TRY(cuda_status(cudaMemsetAsync(ws.token_runs, 0,
-                                              static_cast<size_t>(2 * p.T) * sizeof(int64_t),
-                                              stream),
-                              "cudaMemsetAsync"));
-      run_bounds_kernel<<<grid_for_threads(p.R, 256), 256, 0, stream>>>(
-          keys.Current(), p.R, p.T, ws.token_runs, ws.status);
+          cudaMemsetAsync(ws.token_runs, 0, static_cast<size_t>(2 * p.T) * sizeof(int64_t), stream),
+          "cudaMemsetAsync"));
+      run_bounds_kernel<<<grid_for_threads(p.R, 256), 256, 0, stream>>>(keys.Current(), p.R, p.T,
+                                                                        ws.token_runs, ws.status);
       MOEPERM_TRY(launched("run_bounds"));
       MOEPERM_TRY(with_value_type(p.value_dtype, [&](auto v) {
         sum_runs_kernel<decltype(v)><<<grid_of(p.T), kRowThreads, 0, stream>>>(

@@ -3,10 +3,8 @@
 
 #include <vector>
 
-#include "backend/backend.hpp"
 #include "backend/registry.hpp"
 #include "core/operands.hpp"
-#include "core/plan.hpp"
 
 namespace moeperm {
 namespace {
@@ -34,138 +32,125 @@ Sizes Plan::sizes() const noexcept {
   return Sizes{impl_->T, impl_->E, impl_->H, impl_->K, impl_->C, impl_->R};
 }
 bool Plan::drop_and_pad() const noexcept { return impl_->drop_and_pad; }
-bool Plan::is_grad() const noexcept { return impl_->op == detail::Op::permute_grad; }
-Operator Plan::op() const noexcept {
-  return impl_->op == detail::Op::permute ? Operator::permute : Operator::permute_grad;
+Operator Plan::op() const noexcept { return static_cast<Operator>(impl_->op); }
+bool Plan::is_grad() const noexcept { return is_backward(op()); }
+const char *Plan::backend_name() const noexcept { return impl_->backend->name; }
+std::string Plan::to_string() const { return detail::to_string(*impl_); }
+
+// The public Operator and the core's Op name the same operators in the same order.
+static_assert(static_cast<int>(Operator::permute) == detail::op_index(detail::Op::permute));
+static_assert(static_cast<int>(Operator::permute_grad) ==
+              detail::op_index(detail::Op::permute_grad));
+
+const char *to_string(Operator op) noexcept { return detail::op_desc(detail::Op(op)).api; }
+bool is_backward(Operator op) noexcept { return detail::op_desc(detail::Op(op)).backward; }
+
+std::vector<BackendInfo> backends() { return detail::registered_backends(); }
+
+namespace {
+
+detail::PermuteOperands operands_of(const PermuteDesc &d) {
+  return {.tokens = &d.tokens,
+          .routing_map = &d.routing_map,
+          .probs = opt(d.probs),
+          .num_out_tokens = d.num_out_tokens,
+          .drop_and_pad = d.drop_and_pad,
+          .permuted_tokens = &d.permuted_tokens,
+          .permuted_probs = opt(d.permuted_probs),
+          .sorted_indices = &d.sorted_indices};
 }
 
-const char *to_string(Operator op) noexcept {
-  return op == Operator::permute ? "aclnnMoeTokenPermuteWithRoutingMap"
-                                 : "aclnnMoeTokenPermuteWithRoutingMapGrad";
+detail::PermuteGradOperands operands_of(const PermuteGradDesc &d) {
+  return {.grad = &d.permuted_token_output_grad,
+          .probs_grad = opt(d.permuted_probs_output_grad),
+          .sorted_indices = &d.sorted_indices,
+          .routing_map = opt(d.routing_map),
+          .num_experts = d.num_experts,
+          .tokens_num = d.tokens_num,
+          .drop_and_pad = d.drop_and_pad,
+          .tokens_grad = &d.tokens_grad_out,
+          .dense_probs_grad = opt(d.probs_grad_out)};
 }
-bool is_backward(Operator op) noexcept { return op == Operator::permute_grad; }
 
-std::vector<BackendInfo> backends() {
-  const bool gpu = detail::cuda_device_count() > 0;
-  return {{Backend::cpu, "cpu", false, true},
-          {Backend::reference, "reference", false, true},
-          {Backend::cuda, "cuda", true, gpu}};
+// The outputs the core infers, in the description's order (core/op_desc.hpp).
+detail::InferredOutputs inferred(const detail::OperandSet &set) {
+  detail::InferredOutputs out;
+  throw_if_failed(detail::infer_outputs(set, &out));
+  return out;
 }
+
+}  // namespace
 
 PermuteDesc infer_outputs(const PermuteDesc &d) {
   PermuteDesc out = d;
-  if (d.tokens.shape.size() == 2 && d.routing_map.shape.size() == 2) {
-    const int64_t T = d.tokens.shape[0], H = d.tokens.shape[1], E = d.routing_map.shape[1];
-    int64_t R = 0;
-    if (!d.drop_and_pad)
-      R = T > 0 ? T * (d.num_out_tokens / T) : 0;
-    else if (E > 0)
-      R = E * (d.num_out_tokens / E);
-    out.permuted_tokens = TensorDesc::contiguous(d.tokens.dtype, {R, H});
-    out.sorted_indices = TensorDesc::contiguous(DType::i32, {R});
-    if (d.probs)
-      out.permuted_probs = TensorDesc::contiguous(d.probs->dtype, {R});
-    else if (d.permuted_probs)
-      out.permuted_probs = TensorDesc::contiguous(d.permuted_probs->dtype, {R});
-  }
-  (void)plan_permute(out, {Backend::reference});
+  namespace I = detail::permute_operands;
+  const auto o = inferred(detail::to_set(operands_of(d))).outputs;
+  out.permuted_tokens = *o[I::Y];
+  out.permuted_probs = o[I::YP];
+  out.sorted_indices = *o[I::S];
   return out;
 }
 
 PermuteGradDesc infer_outputs(const PermuteGradDesc &d) {
   PermuteGradDesc out = d;
-  const TensorDesc &G = d.permuted_token_output_grad;
-  if (G.shape.size() == 2) {
-    out.tokens_grad_out = TensorDesc::contiguous(G.dtype, {d.tokens_num, G.shape[1]});
-    const auto &P = d.permuted_probs_output_grad;
-    if (P)
-      out.probs_grad_out = TensorDesc::contiguous(P->dtype, {d.tokens_num, d.num_experts});
-    else if (d.probs_grad_out)
-      out.probs_grad_out =
-          TensorDesc::contiguous(d.probs_grad_out->dtype, {d.tokens_num, d.num_experts});
-  }
-  (void)plan_permute_grad(out, {Backend::reference});
+  namespace I = detail::permute_grad_operands;
+  const auto o = inferred(detail::to_set(operands_of(d))).outputs;
+  out.tokens_grad_out = *o[I::TG];
+  out.probs_grad_out = o[I::PG];
   return out;
 }
-const char *Plan::backend_name() const noexcept { return detail::backend_ops(impl_->backend).name; }
-std::string Plan::to_string() const { return detail::to_string(*impl_); }
 
 Plan plan_permute(const PermuteDesc &d, const PlanOptions &options) {
-  detail::PermuteOperands ops{
-      &d.tokens,      &d.routing_map,     opt(d.probs),          d.num_out_tokens,
-      d.drop_and_pad, &d.permuted_tokens, opt(d.permuted_probs), &d.sorted_indices};
   auto plan = std::make_shared<detail::Plan>();
-  throw_if_failed(detail::make_permute_plan(ops, options.backend, plan.get()));
+  throw_if_failed(detail::plan_call(detail::to_set(operands_of(d)), options.backend, plan.get()));
   return Plan(std::move(plan));
 }
 
 Plan plan_permute_grad(const PermuteGradDesc &d, const PlanOptions &options) {
-  detail::PermuteGradOperands ops{&d.permuted_token_output_grad,
-                                  opt(d.permuted_probs_output_grad),
-                                  &d.sorted_indices,
-                                  opt(d.routing_map),
-                                  d.num_experts,
-                                  d.tokens_num,
-                                  d.drop_and_pad,
-                                  &d.tokens_grad_out,
-                                  opt(d.probs_grad_out)};
   auto plan = std::make_shared<detail::Plan>();
-  throw_if_failed(detail::make_permute_grad_plan(ops, options.backend, plan.get()));
+  throw_if_failed(detail::plan_call(detail::to_set(operands_of(d)), options.backend, plan.get()));
   return Plan(std::move(plan));
 }
 
-// The role buffers are typed void* for both directions; inputs are never written.
-void run(const Plan &plan, const PermuteData &d, std::span<std::byte> workspace) {
-  if (plan.is_grad())
-    throw Error(Code::invalid_param,
-                "moeperm::run: a MoeTokenPermuteWithRoutingMapGrad plan was given PermuteData");
-  detail::Buffers b{const_cast<void *>(d.tokens), d.permuted_tokens, d.routing_map,
-                    const_cast<void *>(d.probs),  d.permuted_probs,  d.sorted_indices};
-  throw_if_failed(detail::execute(plan.impl(), b, workspace.data(), workspace.size()));
-}
-
-void run(const Plan &plan, const PermuteGradData &d, std::span<std::byte> workspace) {
-  if (!plan.is_grad())
-    throw Error(Code::invalid_param,
-                "moeperm::run: a MoeTokenPermuteWithRoutingMap plan was given PermuteGradData");
-  detail::Buffers b{d.tokens_grad_out,
-                    const_cast<void *>(d.permuted_token_output_grad),
-                    d.routing_map,
-                    d.probs_grad_out,
-                    const_cast<void *>(d.permuted_probs_output_grad),
-                    const_cast<void *>(d.sorted_indices)};
-  throw_if_failed(detail::execute(plan.impl(), b, workspace.data(), workspace.size()));
-}
-
-void run(const Plan &plan, const PermuteData &d, std::span<std::byte> workspace,
-         void *cuda_stream) {
-  if (plan.impl().backend != detail::BackendId::cuda) return run(plan, d, workspace);
-  if (plan.is_grad())
-    throw Error(Code::invalid_param,
-                "moeperm::run: a MoeTokenPermuteWithRoutingMapGrad plan was given PermuteData");
-  detail::Buffers b{const_cast<void *>(d.tokens), d.permuted_tokens, d.routing_map,
-                    const_cast<void *>(d.probs),  d.permuted_probs,  d.sorted_indices};
-  throw_if_failed(
-      detail::execute_on_stream(plan.impl(), b, workspace.data(), workspace.size(), cuda_stream));
-}
-
-void run(const Plan &plan, const PermuteGradData &d, std::span<std::byte> workspace,
-         void *cuda_stream) {
-  if (plan.impl().backend != detail::BackendId::cuda) return run(plan, d, workspace);
-  if (!plan.is_grad())
-    throw Error(Code::invalid_param,
-                "moeperm::run: a MoeTokenPermuteWithRoutingMap plan was given PermuteGradData");
-  detail::Buffers b{d.tokens_grad_out,
-                    const_cast<void *>(d.permuted_token_output_grad),
-                    d.routing_map,
-                    d.probs_grad_out,
-                    const_cast<void *>(d.permuted_probs_output_grad),
-                    const_cast<void *>(d.sorted_indices)};
-  throw_if_failed(
-      detail::execute_on_stream(plan.impl(), b, workspace.data(), workspace.size(), cuda_stream));
-}
-
 namespace {
+
+// The role buffers are typed void* for both directions; inputs are never written.
+struct Bound {
+  detail::Op op;
+  const char *data_name;
+  detail::Buffers buffers;
+};
+
+Bound bind(const PermuteData &d) {
+  return {detail::Op::permute,
+          "PermuteData",
+          {.tokens = const_cast<void *>(d.tokens),
+           .permuted = d.permuted_tokens,
+           .routing_map = d.routing_map,
+           .dense_probs = const_cast<void *>(d.probs),
+           .permuted_probs = d.permuted_probs,
+           .sorted_indices = d.sorted_indices}};
+}
+
+Bound bind(const PermuteGradData &d) {
+  return {detail::Op::permute_grad,
+          "PermuteGradData",
+          {.tokens = d.tokens_grad_out,
+           .permuted = const_cast<void *>(d.permuted_token_output_grad),
+           .routing_map = d.routing_map,
+           .dense_probs = d.probs_grad_out,
+           .permuted_probs = const_cast<void *>(d.permuted_probs_output_grad),
+           .sorted_indices = const_cast<void *>(d.sorted_indices)}};
+}
+
+// The data must be of the plan's operator: "a <operator> plan was given <data>".
+void check_operator(const Plan &plan, const Bound &b, const char *fn) {
+  if (plan.impl().op == b.op) return;
+  constexpr std::string_view kPrefix = "aclnn";
+  const std::string_view api = plan.impl().api();
+  throw Error(Code::invalid_param, detail::cat("moeperm::", fn, ": a ", api.substr(kPrefix.size()),
+                                               " plan was given ", b.data_name));
+}
 
 struct Callback {
   RunCallback fn;
@@ -178,17 +163,24 @@ void deliver_to_callback(void *context, detail::Status status) {
   delete cb;
 }
 
-void enqueue(const Plan &plan, const detail::Buffers &b, std::span<std::byte> workspace,
-             void *cuda_stream, RunCallback on_done, void *context) {
-  if (plan.impl().backend != detail::BackendId::cuda) {
-    throw_if_failed(detail::execute(plan.impl(), b, workspace.data(), workspace.size()));
-    if (on_done) on_done(context, Code::ok, "");
+// The one run path: synchronous on the host, or enqueued on a device stream; with
+// `on_done`, a device run reports its outcome to the callback instead of waiting.
+void run_bound(const Plan &plan, const Bound &b, std::span<std::byte> ws, void *stream, bool async,
+               RunCallback on_done, void *context) {
+  check_operator(plan, b, async ? "run_async" : "run");
+  const detail::Plan &p = plan.impl();
+  if (!detail::runs_on_device(p)) {
+    throw_if_failed(detail::execute(p, b.buffers, ws.data(), ws.size()));
+    if (async && on_done) on_done(context, Code::ok, "");
+    return;
+  }
+  if (!async) {
+    throw_if_failed(detail::execute_on_stream(p, b.buffers, ws.data(), ws.size(), stream));
     return;
   }
   auto *cb = new Callback{on_done, context};
-  const detail::Status s =
-      detail::execute_on_stream(plan.impl(), b, workspace.data(), workspace.size(), cuda_stream,
-                                detail::DeviceErrorSink{deliver_to_callback, cb});
+  const detail::Status s = detail::execute_on_stream(
+      p, b.buffers, ws.data(), ws.size(), stream, detail::DeviceErrorSink{deliver_to_callback, cb});
   if (!s.ok()) {
     delete cb;  // nothing was enqueued that could call back
     throw_if_failed(s);
@@ -197,33 +189,30 @@ void enqueue(const Plan &plan, const detail::Buffers &b, std::span<std::byte> wo
 
 }  // namespace
 
+void run(const Plan &plan, const PermuteData &d, std::span<std::byte> workspace) {
+  run_bound(plan, bind(d), workspace, nullptr, false, nullptr, nullptr);
+}
+void run(const Plan &plan, const PermuteGradData &d, std::span<std::byte> workspace) {
+  run_bound(plan, bind(d), workspace, nullptr, false, nullptr, nullptr);
+}
+void run(const Plan &plan, const PermuteData &d, std::span<std::byte> workspace,
+         void *cuda_stream) {
+  run_bound(plan, bind(d), workspace, cuda_stream, false, nullptr, nullptr);
+}
+void run(const Plan &plan, const PermuteGradData &d, std::span<std::byte> workspace,
+         void *cuda_stream) {
+  run_bound(plan, bind(d), workspace, cuda_stream, false, nullptr, nullptr);
+}
 void run_async(const Plan &plan, const PermuteData &d, std::span<std::byte> workspace,
                void *cuda_stream, RunCallback on_done, void *context) {
-  if (plan.is_grad())
-    throw Error(
-        Code::invalid_param,
-        "moeperm::run_async: a MoeTokenPermuteWithRoutingMapGrad plan was given PermuteData");
-  enqueue(plan,
-          detail::Buffers{const_cast<void *>(d.tokens), d.permuted_tokens, d.routing_map,
-                          const_cast<void *>(d.probs), d.permuted_probs, d.sorted_indices},
-          workspace, cuda_stream, on_done, context);
+  run_bound(plan, bind(d), workspace, cuda_stream, true, on_done, context);
 }
-
 void run_async(const Plan &plan, const PermuteGradData &d, std::span<std::byte> workspace,
                void *cuda_stream, RunCallback on_done, void *context) {
-  if (!plan.is_grad())
-    throw Error(
-        Code::invalid_param,
-        "moeperm::run_async: a MoeTokenPermuteWithRoutingMap plan was given PermuteGradData");
-  enqueue(plan,
-          detail::Buffers{d.tokens_grad_out, const_cast<void *>(d.permuted_token_output_grad),
-                          d.routing_map, d.probs_grad_out,
-                          const_cast<void *>(d.permuted_probs_output_grad),
-                          const_cast<void *>(d.sorted_indices)},
-          workspace, cuda_stream, on_done, context);
+  run_bound(plan, bind(d), workspace, cuda_stream, true, on_done, context);
 }
 
-bool cuda_built() noexcept { return detail::cuda_backend_built(); }
+bool cuda_built() noexcept { return detail::find_backend(Backend::cuda) != nullptr; }
 int cuda_device_count() noexcept { return detail::cuda_device_count(); }
 
 void permute(const PermuteDesc &desc, const PermuteData &data, const PlanOptions &options) {

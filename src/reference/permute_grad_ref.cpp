@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/messages.hpp"
+#include "core/op_desc.hpp"
 #include "reference/common_ref.hpp"
 #include "reference/reference.hpp"
 
@@ -17,10 +18,10 @@ Status permute_grad(const Plan &p, const Buffers &b) {
     S[static_cast<size_t>(j)] = *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(j));
 
   // Note [Index validation]: every index is checked before anything is written.
+  const IndexRange range = index_range(p);
   for (int64_t j = 0; j < p.R; ++j) {
     const int64_t s = S[static_cast<size_t>(j)];
-    const bool ok = p.drop_and_pad ? (s >= 0 && s < p.T) : (s == -1 || (s >= 0 && s < p.R));
-    if (!ok) return bad_sorted_index(p, j, s);
+    if (!range.contains(s)) return bad_sorted_index(p, j, s);
   }
   if (p.probs == ProbsWork::compute && !p.drop_and_pad) {
     int64_t nnz = 0;

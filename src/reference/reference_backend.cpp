@@ -1,19 +1,29 @@
+// The reference backend: the naive kernels of reference.hpp, one entry per operator. It
+// supports every plan of an operator it has, needs no workspace (it allocates as it
+// pleases), and is last in the registry, so that every plan has a backend.
 #include "backend/backend.hpp"
+#include "backend/kernel_table.hpp"
 #include "reference/reference.hpp"
 
 namespace moeperm::detail {
+namespace {
 
-const BackendOps kReferenceBackend{
+using RefKernel = Status (*)(const Plan &, const Buffers &);
+
+// Each reference kernel covers both modes.
+constexpr KernelTable<RefKernel> kKernels{
+    {Op::permute, {.dropless = ref::permute, .drop_and_pad = ref::permute}},
+    {Op::permute_grad, {.dropless = ref::permute_grad, .drop_and_pad = ref::permute_grad}},
+};
+
+}  // namespace
+
+extern const BackendOps kReferenceBackend{
     .name = "reference",
-    .id = BackendId::reference,
-    .supports = [](const Plan &) { return true; },
-    // The reference allocates internally: it needs no workspace.
+    .kind = Backend::reference,
+    .supports = [](const Plan &p) { return kKernels.find(p) != nullptr; },
     .prepare = [](Plan &) { return Status::success(); },
-    .run =
-        [](const Plan &plan, const Buffers &buffers, std::byte *) {
-          return plan.op == Op::permute ? ref::permute(plan, buffers)
-                                        : ref::permute_grad(plan, buffers);
-        },
+    .run = [](const Plan &p, const Buffers &b, std::byte *) { return kKernels.find(p)(p, b); },
     .run_on_stream = nullptr,
 };
 
