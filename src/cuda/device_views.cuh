@@ -26,26 +26,26 @@ struct DVector {
   char *base = nullptr;
   int64_t len = 0, stride = 0, offset = 0;
   int es = 0;
-  __device__ __forceinline__ char *at(int64_t i) const {
-    return base + (offset + i * stride) * es;
-  }
+  __device__ __forceinline__ char *at(int64_t i) const { return base + (offset + i * stride) * es; }
 };
 
 inline DMatrix view(const detail::MatrixGeom &g, const void *base, DType dtype) {
-  return DMatrix{static_cast<char *>(const_cast<void *>(base)), g.rows, g.cols, g.row_stride,
-                 g.col_stride, g.offset, static_cast<int>(element_size(dtype))};
+  return DMatrix{static_cast<char *>(const_cast<void *>(base)),
+                 g.rows,
+                 g.cols,
+                 g.row_stride,
+                 g.col_stride,
+                 g.offset,
+                 static_cast<int>(element_size(dtype))};
 }
 inline DVector view(const detail::VectorGeom &g, const void *base, DType dtype) {
   return DVector{static_cast<char *>(const_cast<void *>(base)), g.len, g.stride, g.offset,
                  static_cast<int>(element_size(dtype))};
 }
 
-// Note [Device errors]: data errors (SPEC §5.7, and a forward row with more than K
-// experts) are found by check kernels that run before any kernel writes an output. Each
-// records the first offending position with atomicMin (so the report is the same whatever
-// the schedule); a single-thread kernel then fills in the offending value and sets `failed`,
-// which every writing kernel reads on entry, so a failed run writes nothing. The host learns
-// the outcome from a copy of this word (see cuda_backend.cu).
+// The status word of Note [Device errors]: check kernels record the first offending
+// position with atomicMin, a single-thread kernel fills in the value and sets `failed`,
+// which every writing kernel reads on entry.
 struct DeviceStatus {
   unsigned long long first_bad;  // position (S index j, or token row t); kNone when none
   long long bad_value;           // S[j], or the row's expert count

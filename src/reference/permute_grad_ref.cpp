@@ -1,5 +1,5 @@
 // Reference backward, SPEC §3, transcribed literally (the seed's formulas). Token loops are
-// skipped when their inner extent is 0 (Note [Work bounded by tensors] in permute_ref.cpp).
+// skipped when their inner extent is 0 (Note [Work bounded by tensors]).
 #include <algorithm>
 #include <numeric>
 #include <vector>

@@ -1,10 +1,6 @@
 // Reference forward, SPEC §2, transcribed literally.
 //
-// Note [Work bounded by tensors]: every loop does work proportional to the elements of some
-// tensor. A loop over one extent (T tokens, E experts) whose body walks another (E, K, H or
-// T) is skipped when that inner extent is 0: then no tensor has elements along the outer one,
-// which may be anything up to 2^63 - 1 (tokensNum, or the rows of a [T, 0] tensor). Found by
-// fuzzing: hangs at H = E = 0 with T = 2^48, and at T = 0 with E = 2^62.
+// Loops do work only in proportion to tensor elements (Note [Work bounded by tensors]).
 #include <algorithm>
 #include <numeric>
 #include <vector>
