@@ -25,7 +25,7 @@ inline constexpr int kMaxIntAttributes = 4;
 // nullable, because "not given" is itself something SPEC §5 validates. `tensors` follows the
 // operator's description order; `ints` its integer attributes in CANN's order.
 struct OperandSet {
-  Op op = Op::permute;
+  Op op{};
   std::array<const TensorDesc *, kMaxOperands> tensors{};
   std::array<int64_t, kMaxIntAttributes> ints{};
   bool drop_and_pad = false;

@@ -61,7 +61,7 @@ struct VectorGeom {
 };
 
 struct Plan {
-  Op op = Op::permute;
+  Op op{};
   bool drop_and_pad = false;
   int64_t T = 0, E = 0, H = 0, K = 0, C = 0, R = 0;
 

@@ -37,10 +37,10 @@ bool Plan::is_grad() const noexcept { return is_backward(op()); }
 const char *Plan::backend_name() const noexcept { return impl_->backend->name; }
 std::string Plan::to_string() const { return detail::to_string(*impl_); }
 
-// The public Operator and the core's Op name the same operators in the same order.
-static_assert(static_cast<int>(Operator::permute) == detail::op_index(detail::Op::permute));
+// The public Operator and the core's Op name the same operators with the same values.
+static_assert(static_cast<int>(Operator::permute) == detail::op_index(detail::PermuteOperands::op));
 static_assert(static_cast<int>(Operator::permute_grad) ==
-              detail::op_index(detail::Op::permute_grad));
+              detail::op_index(detail::PermuteGradOperands::op));
 
 const char *to_string(Operator op) noexcept { return detail::op_desc(detail::Op(op)).api; }
 bool is_backward(Operator op) noexcept { return detail::op_desc(detail::Op(op)).backward; }
@@ -122,7 +122,7 @@ struct Bound {
 };
 
 Bound bind(const PermuteData &d) {
-  return {detail::Op::permute,
+  return {detail::PermuteOperands::op,
           "PermuteData",
           {.tokens = const_cast<void *>(d.tokens),
            .permuted = d.permuted_tokens,
@@ -133,7 +133,7 @@ Bound bind(const PermuteData &d) {
 }
 
 Bound bind(const PermuteGradData &d) {
-  return {detail::Op::permute_grad,
+  return {detail::PermuteGradOperands::op,
           "PermuteGradData",
           {.tokens = d.tokens_grad_out,
            .permuted = const_cast<void *>(d.permuted_token_output_grad),

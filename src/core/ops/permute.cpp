@@ -4,7 +4,7 @@
 #include "core/checked_math.hpp"
 #include "core/messages.hpp"
 #include "core/op_desc.hpp"
-#include "core/operands.hpp"
+#include "core/ops/permute.hpp"
 
 namespace moeperm::detail {
 namespace {

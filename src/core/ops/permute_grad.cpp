@@ -2,7 +2,7 @@
 // order: each list below is the order in which §5 names the arguments of that rule).
 #include "core/messages.hpp"
 #include "core/op_desc.hpp"
-#include "core/operands.hpp"
+#include "core/ops/permute_grad.hpp"
 
 namespace moeperm::detail {
 namespace {
