@@ -2,13 +2,14 @@
 # Installs what building and testing moeperm needs on Debian/Ubuntu, and nothing that is
 # already there: a second run installs nothing and does not touch the network.
 #   cmake (>= 3.25), ninja-build, g++ (GCC ships OpenMP as libgomp, a dependency of gcc),
-#   libgtest-dev + libgmock-dev (tests), libbenchmark-dev (bench), clang-format (style);
+#   libgtest-dev + libgmock-dev (tests), libbenchmark-dev (bench), clang-format (style),
+#   clang-tidy (structure.checks: function sizes);
 #   clang + libclang-rt-dev (libFuzzer, the fuzz preset's sanitizers) and libomp-dev (LLVM
 #   OpenMP with Archer, for clang builds: the fuzz and tsan presets).
 set -euo pipefail
 
-packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev clang-format clang
-          libclang-rt-dev libomp-dev)
+packages=(cmake ninja-build g++ libgtest-dev libgmock-dev libbenchmark-dev clang-format
+          clang-tidy clang libclang-rt-dev libomp-dev)
 
 installed() {
   dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"
