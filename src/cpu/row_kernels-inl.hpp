@@ -4,7 +4,7 @@
 // into baseline code through a shared inline symbol). Include no headers from here.
 //
 // A Vec policy provides, for one (ISA, value type):
-//   using S (storage), Scalar (Bf16/F16/F32 of backend/elements.hpp), reg; W (lanes);
+//   using S (storage), Scalar (Bf16/F16/F32 of backend/fp_conversion.hpp), reg; W (lanes);
 //   zero(), load(const S*), load_acc(const float*), store_acc(float*, reg), add(reg, reg),
 //   store(S*, reg, bool stream)   (stream only when the address is W*sizeof(S)-aligned).
 //
