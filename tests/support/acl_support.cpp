@@ -16,17 +16,11 @@ template <class Op, class Address, class Workspace>
 CStatus c_two_phase(Problem &p, const typename Op::Desc &desc, Address &&address,
                     Workspace &&make_workspace) {
   const typename Op::Args a = Op::args(desc);
-  std::array<AclTensorPtr, Op::kOperands.size()> owned;
-  Handles<Op> handles{};
-  for (size_t i = 0; i < owned.size(); ++i) {
-    const auto &operand = Op::kOperands[i];
-    if (!(a.*operand.arg)) continue;  // an optional operand the problem leaves out
-    owned[i] = make_acl_tensor(*(a.*operand.arg), address((p.*operand.tensor).data()));
-    handles[i] = owned[i].get();
-  }
+  const OperandTensors<Op> t = make_operand_tensors<Op>(
+      a, [&](const auto &operand) { return address((p.*operand.tensor).data()); });
   uint64_t ws_size = 0;
   aclOpExecutor *exec = nullptr;
-  const int32_t st = Op::first_phase(handles, a, &ws_size, &exec);
+  const int32_t st = Op::first_phase(t.handles, a, &ws_size, &exec);
   if (st != 0) return c_status(st);
   auto ws = make_workspace(ws_size);
   return c_status(Op::second_phase(ws.get(), ws_size, exec, nullptr));

@@ -5,6 +5,7 @@
 
 #include <aclnn/acl_meta.h>
 
+#include <array>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,24 @@ using AclTensorPtr = std::unique_ptr<aclTensor, AclTensorDeleter>;
 // descriptor knows its storage, else no storage dims).
 AclTensorPtr make_acl_tensor(const TensorDesc &desc, void *data);
 inline AclTensorPtr make_acl_tensor(HostTensor &t) { return make_acl_tensor(t.desc, t.data()); }
+
+// The aclTensor handles of one call of operator Op, one per operand in CANN order (null where
+// `a` leaves the operand out), over the storage `storage(operand)` gives.
+template <class Op>
+struct OperandTensors {
+  std::array<AclTensorPtr, Op::kOperands.size()> owned;
+  Handles<Op> handles{};
+};
+template <class Op, class Storage>
+OperandTensors<Op> make_operand_tensors(const typename Op::Args &a, Storage &&storage) {
+  OperandTensors<Op> t;
+  for (size_t i = 0; i < t.owned.size(); ++i)
+    if (const OptDesc &d = a.*Op::kOperands[i].arg) {
+      t.owned[i] = make_acl_tensor(*d, storage(Op::kOperands[i]));
+      t.handles[i] = t.owned[i].get();
+    }
+  return t;
+}
 
 // A status and the message aclGetRecentErrMsg() returned right after it (empty on success).
 struct CStatus {

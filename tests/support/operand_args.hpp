@@ -92,16 +92,11 @@ Outcome plan_cxx(const Args &a) {
 template <class Args>
 Outcome first_phase_c(const Args &a) {
   using Op = OpOf<Args>;
-  std::array<AclTensorPtr, Op::kOperands.size()> owned;
-  Handles<Op> handles{};
-  for (size_t i = 0; i < owned.size(); ++i)
-    if (const OptDesc &d = a.*Op::kOperands[i].arg) {
-      owned[i] = make_acl_tensor(*d, dummy_storage());
-      handles[i] = owned[i].get();
-    }
+  const OperandTensors<Op> t =
+      make_operand_tensors<Op>(a, [](const auto &) { return dummy_storage(); });
   uint64_t ws = 0;
   aclOpExecutor *exec = nullptr;
-  const CStatus c = c_status(Op::first_phase(handles, a, &ws, &exec));
+  const CStatus c = c_status(Op::first_phase(t.handles, a, &ws, &exec));
   discard_executor<Op>(exec);
   return Outcome{c.code, c.message};
 }
