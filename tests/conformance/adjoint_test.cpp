@@ -2,7 +2,8 @@
 //   <permute(x), g> = <x, grad(g)>           (tokens)
 //   <permuteProbs(p), q> = <p, probsGrad(q)>  (probabilities)
 // This ties the two operators together without restating either formula, and holds in both
-// modes, with dropping, padding and ragged routing alike.
+// modes, with dropping, padding and ragged routing alike. Every backend, the reference
+// included, once at its defaults (Matrix::one: T=300 problems, three seeds each).
 //
 // Tolerance: zero. Values are fp32 multiples of 2^-6 in [-4, 4) (fill_random); every grad
 // sum has at most a few hundred such terms, so the fp32 accumulation is exact, and the inner
@@ -10,6 +11,7 @@
 // holds exactly (38 bits). Both sides are therefore computed without rounding.
 #include <gtest/gtest.h>
 
+#include "backend_matrix.hpp"
 #include "testing.hpp"
 
 namespace moeperm::testing {
@@ -39,17 +41,17 @@ const Case kCases[] = {
     {"droppad_capacity_equals_tokens", 37, 5, 4, 1, 37, true, false},
 };
 
-class Adjoint : public ::testing::TestWithParam<std::tuple<Case, Backend>> {};
+class Adjoint : public BackendCase<std::tuple<Case, BackendConfig>> {};
 
 TEST_P(Adjoint, BackwardIsTheAdjointOfTheForward) {
-  const auto &[c, backend] = GetParam();
+  const Case &c = std::get<0>(GetParam());
   for (uint64_t seed : {1u, 2u, 3u}) {
     ProblemSpec s;
     s.T = c.T, s.H = c.H, s.E = c.E, s.K = c.K, s.capacity = c.C, s.drop_and_pad = c.dp;
     s.ragged = c.ragged, s.dtype = s.probs_dtype = DType::f32, s.seed = seed;
     SCOPED_TRACE(describe(s));
     Problem p = tools::make_problem(s);
-    run_both(p, backend);
+    run_both(p, backend());
     const double lhs = dot(p.permuted_tokens, p.grad), rhs = dot(p.tokens, p.tokens_grad);
     EXPECT_EQ(lhs, rhs);
     EXPECT_NE(lhs, 0.0);  // not vacuous
@@ -57,14 +59,14 @@ TEST_P(Adjoint, BackwardIsTheAdjointOfTheForward) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, Adjoint,
-                         ::testing::Combine(::testing::ValuesIn(kCases),
-                                            ::testing::Values(Backend::cpu, Backend::reference)),
-                         [](const auto &param_info) {
-                           return std::string(std::get<0>(param_info.param).name) +
-                                  (std::get<1>(param_info.param) == Backend::cpu ? "_cpu"
-                                                                                 : "_reference");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Modes, Adjoint,
+    ::testing::Combine(::testing::ValuesIn(kCases),
+                       ::testing::ValuesIn(backend_configs(Matrix::one, {.reference = true}))),
+    [](const auto &param_info) {
+      return std::string(std::get<0>(param_info.param).name) + "_" +
+             config_name(std::get<1>(param_info.param));
+    });
 
 }  // namespace
 }  // namespace moeperm::testing

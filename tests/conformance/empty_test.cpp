@@ -1,9 +1,11 @@
 // SPEC §5: empty inputs (R = 0 or H = 0) succeed with a workspace of 0, and outputs that
 // have elements are written (zeros for the sums; indices and probs where they still exist).
-// Tensors without elements may have null data pointers.
+// Tensors without elements may have null data pointers. Every backend over the full matrix
+// (backend_matrix.hpp): the problems are tiny.
 #include <gtest/gtest.h>
 
 #include "acl_support.hpp"
+#include "backend_matrix.hpp"
 #include "naive.hpp"
 #include "operand_args.hpp"
 #include "testing.hpp"
@@ -33,17 +35,17 @@ void run_empty(Problem &p, Backend backend) {
   if (p.permuted_probs.numel() == 0)
     f.permuted_probs = nullptr, g.permuted_probs_output_grad = nullptr;
   if (p.tokens.numel() == 0) f.tokens = nullptr, g.tokens_grad_out = nullptr;
-  run(fwd, f, {});
-  run(bwd, g, {});
+  run_with(p, backend, p.permute_desc(), f);  // a workspace of exactly 0 bytes
+  run_with(p, backend, p.grad_desc(), g);
 }
 
-class Empty : public ::testing::TestWithParam<Backend> {};
+class Empty : public BackendCase<> {};
 
 // numOutTokens = 0 in drop-less mode: K = 0, R = 0. The sums are empty: zeros.
 TEST_P(Empty, DroplessWithoutOutputRows) {
   Problem p = tools::make_problem(spec(5, 4, 0, 0, false));
   ASSERT_EQ(p.spec.rows(), 0);
-  run_empty(p, GetParam());
+  run_empty(p, backend());
   EXPECT_TRUE(AllZero(p.tokens_grad));
   EXPECT_TRUE(AllZero(p.dense_probs_grad));
 }
@@ -52,7 +54,7 @@ TEST_P(Empty, DroplessWithoutOutputRows) {
 TEST_P(Empty, DropAndPadWithZeroCapacity) {
   Problem p = tools::make_problem(spec(5, 4, 2, 0, true));
   ASSERT_EQ(p.spec.rows(), 0);
-  run_empty(p, GetParam());
+  run_empty(p, backend());
   EXPECT_TRUE(AllZero(p.tokens_grad));
   EXPECT_TRUE(AllZero(p.dense_probs_grad));
 }
@@ -62,7 +64,7 @@ TEST_P(Empty, ZeroHiddenStillPermutesIndicesAndProbs) {
   for (bool dp : {false, true}) {
     SCOPED_TRACE(dp ? "drop-and-pad" : "drop-less");
     Problem p = tools::make_problem(spec(7, 0, 2, 4, dp));
-    run_empty(p, GetParam());
+    run_empty(p, backend());
     EXPECT_TRUE(ForwardMatchesSpec(p));
     EXPECT_TRUE(BackwardMatchesSpec(p));
   }
@@ -77,10 +79,10 @@ TEST_P(Empty, ForwardWithoutTokens) {
     d.num_out_tokens = num_out;
     d.permuted_tokens = dense(DType::f32, {0, 4});
     d.sorted_indices = dense(DType::i32, {0});
-    const Plan plan = plan_permute(d, {GetParam()});
+    const Plan plan = plan_permute(d, {backend()});
     EXPECT_EQ(plan.sizes().rows, 0);
     EXPECT_EQ(plan.workspace_bytes(), 0u);
-    run(plan, PermuteData{}, {});
+    run(plan, PermuteData{}, {}, nullptr);  // the stream form: valid for every backend
   }
 }
 
@@ -90,17 +92,15 @@ TEST_P(Empty, DroplessForwardWithoutExperts) {
   ProblemSpec s = spec(5, 3, 2, 0, false);
   s.E = 0;
   Problem p = tools::make_problem(s);
-  run_forward(p, GetParam());
+  run_forward(p, backend());
   EXPECT_EQ(read_indices(p.sorted_indices), std::vector<int32_t>(10, -1));
   EXPECT_TRUE(AllZero(p.permuted_tokens));
   EXPECT_TRUE(AllZero(p.permuted_probs));
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, Empty, ::testing::Values(Backend::cpu, Backend::reference),
-                         [](const ::testing::TestParamInfo<Backend> &param_info) {
-                           return std::string(param_info.param == Backend::cpu ? "cpu"
-                                                                               : "reference");
-                         });
+INSTANTIATE_TEST_SUITE_P(Backends, Empty,
+                         ::testing::ValuesIn(backend_configs(Matrix::full, {.reference = true})),
+                         ConfigName);
 
 // The C API: the first phase reports 0 bytes and the second runs without a workspace.
 TEST(EmptyCApi, ZeroWorkspaceAndNullPointers) {

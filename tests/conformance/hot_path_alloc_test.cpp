@@ -1,7 +1,9 @@
 // The second phase allocates nothing (issue: "no heap allocation on the hot path"): with a
 // plan built and its workspace allocated, moeperm::run() of the CPU backend performs no
 // operator new, in either mode, for either operator. Counted by replacing the global
-// operator new of this test binary (the library's calls resolve to it as well).
+// operator new of this test binary (the library's calls resolve to it as well). The fast host
+// backends over the full matrix (every CPU variant at 1 and all threads: the thread pool is
+// part of the hot path; 2 token blocks, so threads split the work).
 #include <gtest/gtest.h>
 #include <moeperm/moeperm.hpp>
 
@@ -10,6 +12,7 @@
 #include <new>
 #include <vector>
 
+#include "backend_matrix.hpp"
 #include "problem.hpp"
 
 namespace {
@@ -30,15 +33,17 @@ void operator delete(void *p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
-class HotPathAllocations : public ::testing::TestWithParam<bool> {};
+using moeperm::testing::BackendConfig;
+using Param = std::tuple<bool, BackendConfig>;  // dropAndPad, backend
+class HotPathAllocations : public moeperm::testing::BackendCase<Param> {};
 
 TEST_P(HotPathAllocations, RunAllocatesNothing) {
   moeperm::tools::ProblemSpec s;
-  s.T = 301, s.H = 257, s.E = 9, s.K = 3, s.capacity = 29, s.drop_and_pad = GetParam();
+  s.T = 301, s.H = 257, s.E = 9, s.K = 3, s.capacity = 29, s.drop_and_pad = std::get<0>(GetParam());
   moeperm::tools::Problem p = moeperm::tools::make_problem(s);
-  const moeperm::Plan fwd = moeperm::plan_permute(p.permute_desc(), {moeperm::Backend::cpu});
-  const moeperm::Plan bwd = moeperm::plan_permute_grad(p.grad_desc(), {moeperm::Backend::cpu});
-  ASSERT_STREQ(fwd.backend_name(), "cpu");
+  const moeperm::Plan fwd = moeperm::plan_permute(p.permute_desc(), {backend()});
+  const moeperm::Plan bwd = moeperm::plan_permute_grad(p.grad_desc(), {backend()});
+  ASSERT_STREQ(fwd.backend_name(), config().info.name);
   std::vector<std::byte> ws_f(fwd.workspace_bytes()), ws_b(bwd.workspace_bytes());
   const moeperm::PermuteData fd = p.permute_data();
   const moeperm::PermuteGradData bd = p.grad_data();
@@ -55,13 +60,17 @@ TEST_P(HotPathAllocations, RunAllocatesNothing) {
   // The counter does see the library's allocations: the one-shot convenience plans and
   // allocates its workspace on every call.
   const long one_shot = g_news.load();
-  moeperm::permute_grad(p.grad_desc(), bd, {moeperm::Backend::cpu});
+  moeperm::permute_grad(p.grad_desc(), bd, {backend()});
   EXPECT_GT(g_news.load() - one_shot, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(BothModes, HotPathAllocations, ::testing::Values(false, true),
-                         [](const auto &param_info) {
-                           return param_info.param ? "drop_and_pad" : "dropless";
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    BothModes, HotPathAllocations,
+    ::testing::Combine(::testing::Bool(), ::testing::ValuesIn(moeperm::testing::backend_configs(
+                                              moeperm::testing::Matrix::full, {.devices = false}))),
+    [](const ::testing::TestParamInfo<Param> &param_info) {
+      return std::string(std::get<0>(param_info.param) ? "drop_and_pad_" : "dropless_") +
+             moeperm::testing::config_name(std::get<1>(param_info.param));
+    });
 
 }  // namespace

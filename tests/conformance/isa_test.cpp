@@ -2,42 +2,23 @@
 // the reference bit for bit: all value dtypes, both modes, row widths around the vector
 // width and across the row kernels' 1024-element tiles, more than 8 source rows (register
 // groups), more sources than one gather holds (512), and outputs large enough (>= 16 MiB)
-// for non-temporal stores, with rows that are not vector-aligned.
+// for non-temporal stores, with rows that are not vector-aligned. The parameter is the CPU
+// backend once per variant this CPU supports (backend_matrix.hpp, Matrix::isas, default
+// thread count).
 #include <gtest/gtest.h>
 
-#include <optional>
 #include <string>
-#if defined(__x86_64__)
-#include <cpuid.h>
-#endif
 #include <utility>
 #include <vector>
 
+#include "backend_matrix.hpp"
 #include "testing.hpp"
 
 namespace moeperm::testing {
 namespace {
 
-bool cpu_has(const std::string &isa) {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  // clang's __builtin_cpu_supports does not know "f16c": ask CPUID leaf 1 (ECX bit 29).
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  const bool f16c = __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 29)) != 0;
-  if (isa == "avx2") return __builtin_cpu_supports("avx2") && f16c;
-  if (isa == "avx512")
-    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl");
-#endif
-  return isa == "scalar";
-}
-
-class Isa : public ::testing::TestWithParam<const char *> {
+class Isa : public BackendCase<> {
  protected:
-  void SetUp() override {
-    if (!cpu_has(GetParam())) GTEST_SKIP() << GetParam() << " is not available on this CPU";
-    env_.emplace("MOEPERM_CPU_ISA", GetParam());
-  }
   // Runs s on the reference and on the forced CPU variant; expects identical outputs and
   // that the plan really used the variant.
   void expect_equal(const ProblemSpec &s, const char *extra_plan_text = nullptr) {
@@ -45,16 +26,17 @@ class Isa : public ::testing::TestWithParam<const char *> {
     Problem ref = tools::make_problem(s);
     Problem cpu = ref;
     run_both(ref, Backend::reference);
-    const Plan fwd = plan_permute(cpu.permute_desc(), {Backend::cpu});
-    EXPECT_NE(fwd.to_string().find(std::string("backend=cpu/") + GetParam()), std::string::npos)
+    const Plan fwd = plan_permute(cpu.permute_desc(), {backend()});
+    EXPECT_NE(
+        fwd.to_string().find(std::string("backend=") + config().info.name + "/" + config().isa),
+        std::string::npos)
         << fwd.to_string();
     if (extra_plan_text) {
       EXPECT_NE(fwd.to_string().find(extra_plan_text), std::string::npos) << fwd.to_string();
     }
-    run_both(cpu, Backend::cpu);
+    run_both(cpu, backend());
     EXPECT_TRUE(SameOutputs(cpu, ref));
   }
-  std::optional<ScopedEnv> env_;
 };
 
 TEST_P(Isa, EveryDtypeModeAndRowWidth) {
@@ -114,15 +96,13 @@ TEST_P(Isa, NanPayloadsMatchTheReference) {
         set_bits(ref.grad, j, (j * 7) % s.H, payloads[static_cast<size_t>(j) % payloads.size()]);
       Problem cpu = ref;
       run_backward(ref, Backend::reference);
-      run_backward(cpu, Backend::cpu);
+      run_backward(cpu, backend());
       EXPECT_TRUE(BitwiseEqual(cpu.tokens_grad, ref.tokens_grad));
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Variants, Isa, ::testing::Values("scalar", "avx2", "avx512"),
-                         [](const ::testing::TestParamInfo<const char *> &param_info) {
-                           return std::string(param_info.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(Variants, Isa, ::testing::ValuesIn(threaded_configs(Matrix::isas)),
+                         ConfigName);
 
 }  // namespace
 }  // namespace moeperm::testing

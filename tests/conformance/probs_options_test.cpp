@@ -1,19 +1,17 @@
 // The optional probability tensors (SPEC §2-§3): an output without its input is filled with
 // zeros; an input without its output is accepted and ignored (its data pointer, even if
 // given, is never used); in drop-and-pad mode the backward does not read the routing map.
-// In every variant the token outputs equal those of the full run.
+// In every variant the token outputs equal those of the full run. Every backend, per CPU
+// variant (Matrix::isas: the zero fills are in the row kernels; one token block, so threads
+// would not change the work split).
 #include <gtest/gtest.h>
 
 #include "acl_support.hpp"
+#include "backend_matrix.hpp"
 #include "testing.hpp"
 
 namespace moeperm::testing {
 namespace {
-
-struct Variant {
-  Backend backend;
-  bool dp;
-};
 
 ProblemSpec spec(bool dp) {
   ProblemSpec s;
@@ -23,33 +21,37 @@ ProblemSpec spec(bool dp) {
   return s;
 }
 
-class ProbsOptions : public ::testing::TestWithParam<Variant> {
+using Param = std::tuple<bool, BackendConfig>;  // dropAndPad, backend
+
+class ProbsOptions : public BackendCase<Param> {
  protected:
   void SetUp() override {
-    full_ = tools::make_problem(spec(GetParam().dp));
-    run_both(full_, GetParam().backend);
+    BackendCase::SetUp();
+    if (IsSkipped()) return;
+    full_ = tools::make_problem(spec(dp()));
+    run_both(full_, backend());
   }
-  PlanOptions options() const { return {GetParam().backend}; }
+  bool dp() const { return std::get<0>(GetParam()); }
   Problem full_;  // the run with every probs tensor
 };
 
 TEST_P(ProbsOptions, ForwardOutputWithoutInputIsZeroFilled) {
-  Problem p = tools::make_problem(spec(GetParam().dp));
+  Problem p = tools::make_problem(spec(dp()));
   PermuteDesc d = p.permute_desc();
   d.probs.reset();
   PermuteData data = p.permute_data();
   data.probs = nullptr;
-  permute(d, data, options());
+  run_with(p, backend(), d, data);
   EXPECT_TRUE(AllZero(p.permuted_probs));
   EXPECT_TRUE(BitwiseEqual(p.permuted_tokens, full_.permuted_tokens));
   EXPECT_TRUE(BitwiseEqual(p.sorted_indices, full_.sorted_indices));
 }
 
 TEST_P(ProbsOptions, ForwardInputWithoutOutputIsIgnored) {
-  Problem p = tools::make_problem(spec(GetParam().dp));
+  Problem p = tools::make_problem(spec(dp()));
   PermuteDesc d = p.permute_desc();
   d.permuted_probs.reset();  // the pointer stays in the data: it must not be written
-  permute(d, p.permute_data(), options());
+  run_with(p, backend(), d, p.permute_data());
   EXPECT_TRUE(untouched(p.permuted_probs));
   EXPECT_TRUE(BitwiseEqual(p.permuted_tokens, full_.permuted_tokens));
   EXPECT_TRUE(BitwiseEqual(p.sorted_indices, full_.sorted_indices));
@@ -64,7 +66,7 @@ TEST_P(ProbsOptions, GradOutputWithoutInputIsZeroFilled) {
   d.routing_map.reset();  // not required without P
   PermuteGradData data = p.grad_data();
   data.routing_map = nullptr;
-  permute_grad(d, data, options());
+  run_with(p, backend(), d, data);
   EXPECT_TRUE(AllZero(p.dense_probs_grad));
   EXPECT_TRUE(BitwiseEqual(p.tokens_grad, full_.tokens_grad));
 }
@@ -75,7 +77,7 @@ TEST_P(ProbsOptions, GradInputWithoutOutputIsIgnored) {
   p.dense_probs_grad = poisoned_like(full_.dense_probs_grad);
   PermuteGradDesc d = p.grad_desc();
   d.probs_grad_out.reset();  // the pointer stays in the data: it must not be written
-  permute_grad(d, p.grad_data(), options());
+  run_with(p, backend(), d, p.grad_data());
   EXPECT_TRUE(untouched(p.dense_probs_grad));
   EXPECT_TRUE(BitwiseEqual(p.tokens_grad, full_.tokens_grad));
 }
@@ -87,63 +89,55 @@ TEST_P(ProbsOptions, GradWithoutAnyProbsTensors) {
   d.permuted_probs_output_grad.reset();
   d.probs_grad_out.reset();
   d.routing_map.reset();
-  permute_grad(d, p.grad_data(), options());
+  run_with(p, backend(), d, p.grad_data());
   EXPECT_TRUE(BitwiseEqual(p.tokens_grad, full_.tokens_grad));
 }
 
 // The same zero fills through the C API (optional tensors passed as null handles).
 TEST_P(ProbsOptions, CApiZeroFillsOutputsWithoutInputs) {
-  Problem p = tools::make_problem(spec(GetParam().dp));
-  auto x = make_acl_tensor(p.tokens), m = make_acl_tensor(p.routing_map);
-  auto y = make_acl_tensor(p.permuted_tokens), yp = make_acl_tensor(p.permuted_probs);
-  auto s = make_acl_tensor(p.sorted_indices);
-  uint64_t ws = 0;
-  aclOpExecutor *exec = nullptr;
-  ASSERT_EQ(aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSize(
-                x.get(), m.get(), nullptr, p.spec.num_out_tokens(), p.spec.drop_and_pad, y.get(),
-                yp.get(), s.get(), &ws, &exec),
-            0)
-      << aclGetRecentErrMsg();
-  std::vector<std::byte> work(ws);
-  ASSERT_EQ(aclnnMoeTokenPermuteWithRoutingMap(work.data(), ws, exec, nullptr), 0);
+  Problem p = tools::make_problem(spec(dp()));
+  PermuteDesc f = p.permute_desc();
+  f.probs.reset();
+  const CStatus forward = c_run_with(p, memory(), f);
+  ASSERT_EQ(forward.code, 0) << forward.message;
   EXPECT_TRUE(AllZero(p.permuted_probs));
 
-  auto g = make_acl_tensor(p.grad), tg = make_acl_tensor(p.tokens_grad);
-  auto pg = make_acl_tensor(p.dense_probs_grad);
-  ASSERT_EQ(aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspaceSize(
-                g.get(), nullptr, s.get(), nullptr, p.spec.E, p.spec.T, p.spec.drop_and_pad,
-                tg.get(), pg.get(), &ws, &exec),
-            0)
-      << aclGetRecentErrMsg();
-  work.assign(ws, std::byte{0});
-  ASSERT_EQ(aclnnMoeTokenPermuteWithRoutingMapGrad(work.data(), ws, exec, nullptr), 0);
+  PermuteGradDesc g = p.grad_desc();  // S as the forward above left it
+  g.permuted_probs_output_grad.reset();
+  g.routing_map.reset();
+  const CStatus backward = c_run_with(p, memory(), g);
+  ASSERT_EQ(backward.code, 0) << backward.message;
   EXPECT_TRUE(AllZero(p.dense_probs_grad));
   EXPECT_TRUE(BitwiseEqual(p.tokens_grad, full_.tokens_grad));
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Variants, ProbsOptions,
-    ::testing::Values(Variant{Backend::cpu, false}, Variant{Backend::cpu, true},
-                      Variant{Backend::reference, false}, Variant{Backend::reference, true}),
-    [](const ::testing::TestParamInfo<Variant> &param_info) {
-      return std::string(param_info.param.backend == Backend::cpu ? "cpu" : "reference") +
-             (param_info.param.dp ? "_droppad" : "_dropless");
+    ::testing::Combine(::testing::Bool(),
+                       ::testing::ValuesIn(backend_configs(Matrix::isas, {.reference = true}))),
+    [](const ::testing::TestParamInfo<Param> &param_info) {
+      return std::string(std::get<0>(param_info.param) ? "droppad_" : "dropless_") +
+             config_name(std::get<1>(param_info.param));
     });
 
 // SPEC §3: "M is not read in this mode" (drop-and-pad). Garbage in M changes nothing.
-TEST(ProbsDropAndPad, GradDoesNotReadTheRoutingMap) {
-  for (Backend backend : {Backend::cpu, Backend::reference}) {
-    Problem full = tools::make_problem(spec(true));
-    run_both(full, backend);
-    Problem p = full;
-    p.tokens_grad = poisoned_like(full.tokens_grad);
-    p.dense_probs_grad = poisoned_like(full.dense_probs_grad);
-    for (std::byte &b : p.routing_map.storage) b = std::byte{0x5A};
-    run_backward(p, backend);
-    EXPECT_TRUE(BitwiseEqual(p.tokens_grad, full.tokens_grad));
-    EXPECT_TRUE(BitwiseEqual(p.dense_probs_grad, full.dense_probs_grad));
-  }
+class ProbsDropAndPad : public BackendCase<> {};
+
+TEST_P(ProbsDropAndPad, GradDoesNotReadTheRoutingMap) {
+  Problem full = tools::make_problem(spec(true));
+  run_both(full, backend());
+  Problem p = full;
+  p.tokens_grad = poisoned_like(full.tokens_grad);
+  p.dense_probs_grad = poisoned_like(full.dense_probs_grad);
+  for (std::byte &b : p.routing_map.storage) b = std::byte{0x5A};
+  run_backward(p, backend());
+  EXPECT_TRUE(BitwiseEqual(p.tokens_grad, full.tokens_grad));
+  EXPECT_TRUE(BitwiseEqual(p.dense_probs_grad, full.dense_probs_grad));
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, ProbsDropAndPad,
+                         ::testing::ValuesIn(backend_configs(Matrix::isas, {.reference = true})),
+                         ConfigName);
 
 }  // namespace
 }  // namespace moeperm::testing

@@ -2,14 +2,17 @@
 // bf16/fp16 sums accumulate in fp32 and round once, half to even (both tie directions, both
 // signs, a sticky bit below the half, fp16 overflow to infinity, subnormal results); fp32 sums
 // follow the reference order (ascending k drop-less, ascending j drop-and-pad), which is
-// visible when an fp32 partial sum rounds. Every case runs in both modes and on both backends,
-// over 37 columns (so vector bodies and tails both see it).
+// visible when an fp32 partial sum rounds. Every case runs in both modes on every backend,
+// the reference included, and per CPU variant (Matrix::isas: the vector bodies round, one
+// token block so threads would not split anything), over 37 columns (so vector bodies and
+// tails both see it).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
 
+#include "backend_matrix.hpp"
 #include "fp_reference.hpp"
 #include "testing.hpp"
 
@@ -74,48 +77,56 @@ Problem sum_problem(const SumCase &c, bool dp) {
   return p;
 }
 
-class SumRounding : public ::testing::TestWithParam<std::tuple<SumCase, bool, Backend>> {};
+class SumRounding : public BackendCase<std::tuple<SumCase, BackendConfig>> {};
 
 TEST_P(SumRounding, ResultHasTheExpectedBits) {
-  const auto &[c, dp, backend] = GetParam();
+  const SumCase &c = std::get<0>(GetParam());
   for (double term : c.terms)  // the terms themselves are exact in the value dtype
     ASSERT_EQ(round_to(c.dtype, term), term) << term;
-  Problem p = sum_problem(c, dp);
-  run_backward(p, backend);
-  for (int64_t h = 0; h < kH; ++h) {
-    ASSERT_EQ(bits_at(p.tokens_grad, 0, h), c.want) << "column " << h;
-    ASSERT_EQ(bits_at(p.tokens_grad, 1, h), 0u) << "column " << h;
+  for (bool dp : {false, true}) {
+    SCOPED_TRACE(dp ? "dropAndPad=true" : "dropAndPad=false");
+    Problem p = sum_problem(c, dp);
+    run_backward(p, backend());
+    for (int64_t h = 0; h < kH; ++h) {
+      ASSERT_EQ(bits_at(p.tokens_grad, 0, h), c.want) << "column " << h;
+      ASSERT_EQ(bits_at(p.tokens_grad, 1, h), 0u) << "column " << h;
+    }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Spec4, SumRounding,
-                         ::testing::Combine(::testing::ValuesIn(kCases), ::testing::Bool(),
-                                            ::testing::Values(Backend::cpu, Backend::reference)),
-                         [](const auto &param_info) {
-                           return std::string(std::get<0>(param_info.param).name) +
-                                  (std::get<1>(param_info.param) ? "_droppad" : "_dropless") +
-                                  (std::get<2>(param_info.param) == Backend::cpu ? "_cpu"
-                                                                                 : "_reference");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Spec4, SumRounding,
+    ::testing::Combine(::testing::ValuesIn(kCases),
+                       ::testing::ValuesIn(backend_configs(Matrix::isas, {.reference = true}))),
+    [](const auto &param_info) {
+      return std::string(std::get<0>(param_info.param).name) + "_" +
+             config_name(std::get<1>(param_info.param));
+    });
 
 // Drop-less sums run in ascending k (the order of S's slots), not ascending row: the same G
 // with the slots permuted gives the other fp32 result.
-TEST(SumOrder, DroplessFollowsSlotOrderNotRowOrder) {
-  for (Backend backend : {Backend::cpu, Backend::reference}) {
-    const SumCase &c = *std::find_if(std::begin(kCases), std::end(kCases), [](const SumCase &x) {
-      return std::string(x.name) == "f32_big_first_absorbs_ones";
-    });
-    Problem p = sum_problem(c, false);                       // rows [2^24, 1, 1], S = [0, 1, 2]
-    write_indices(p.sorted_indices, {1, 2, 0, -1, -1, -1});  // k order: 1, 1, 2^24
-    run_backward(p, backend);
-    EXPECT_EQ(bits_at(p.tokens_grad, 0, 0), 0x4b800001u);
-  }
+class SumOrder : public BackendCase<> {};
+
+TEST_P(SumOrder, DroplessFollowsSlotOrderNotRowOrder) {
+  const SumCase &c = *std::find_if(std::begin(kCases), std::end(kCases), [](const SumCase &x) {
+    return std::string(x.name) == "f32_big_first_absorbs_ones";
+  });
+  Problem p = sum_problem(c, false);                       // rows [2^24, 1, 1], S = [0, 1, 2]
+  write_indices(p.sorted_indices, {1, 2, 0, -1, -1, -1});  // k order: 1, 1, 2^24
+  run_backward(p, backend());
+  EXPECT_EQ(bits_at(p.tokens_grad, 0, 0), 0x4b800001u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Spec4, SumOrder,
+                         ::testing::ValuesIn(backend_configs(Matrix::isas, {.reference = true})),
+                         ConfigName);
 
 // NaN and infinities in G: sums that see a NaN, or +inf and -inf, are NaN; sums that see one
 // infinity are that infinity; the backends produce the same bits (same operations in the
 // same order), in every value dtype.
-TEST(SumSpecialValues, NonFiniteTermsPropagateIdentically) {
+class SumSpecialValues : public BackendCase<> {};
+
+TEST_P(SumSpecialValues, NonFiniteTermsPropagateIdentically) {
   for (DType dtype : {DType::bf16, DType::f16, DType::f32})
     for (bool dp : {false, true}) {
       ProblemSpec s;
@@ -130,10 +141,10 @@ TEST(SumSpecialValues, NonFiniteTermsPropagateIdentically) {
         const int64_t h = static_cast<int64_t>(rng() % static_cast<uint64_t>(s.H));
         set_bits(ref.grad, j, h, encode(dtype, specials[rng() % 3]));
       }
-      Problem cpu = ref;
+      Problem fast = ref;
       run_backward(ref, Backend::reference);
-      run_backward(cpu, Backend::cpu);
-      EXPECT_TRUE(BitwiseEqual(cpu.tokens_grad, ref.tokens_grad))
+      run_backward(fast, backend());
+      EXPECT_TRUE(BitwiseEqual(fast.tokens_grad, ref.tokens_grad))
           << to_string(dtype) << " dropAndPad=" << dp;
       int64_t nonfinite = 0;
       for (int64_t t = 0; t < s.T; ++t)
@@ -141,6 +152,9 @@ TEST(SumSpecialValues, NonFiniteTermsPropagateIdentically) {
       EXPECT_GT(nonfinite, 0);
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(Spec4, SumSpecialValues,
+                         ::testing::ValuesIn(backend_configs(Matrix::isas)), ConfigName);
 
 }  // namespace
 }  // namespace moeperm::testing

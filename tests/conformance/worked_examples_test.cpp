@@ -5,34 +5,36 @@
 #include <gtest/gtest.h>
 
 #include "acl_support.hpp"
+#include "backend_matrix.hpp"
 #include "naive.hpp"
 #include "testing.hpp"
 
 namespace moeperm::testing {
 namespace {
 
-enum class Path { cpu, reference, c_api };
-const char *name_of(Path p) {
-  return p == Path::cpu ? "cpu" : p == Path::reference ? "reference" : "c_api";
-}
+enum class Api { cxx, c };
+using Param = std::tuple<Api, BackendConfig>;
 
-void forward(Problem &p, Path path) {
-  if (path == Path::c_api) {
-    const CStatus st = c_forward(p);
-    ASSERT_EQ(st.code, 0) << st.message;
-  } else {
-    run_forward(p, path == Path::cpu ? Backend::cpu : Backend::reference);
+class WorkedExample : public BackendCase<Param> {
+ protected:
+  bool c_api() const { return std::get<0>(GetParam()) == Api::c; }
+  void forward(Problem &p) {
+    if (c_api()) {
+      const CStatus st = c_forward(p, memory());
+      ASSERT_EQ(st.code, 0) << st.message;
+    } else {
+      run_forward(p, backend());
+    }
   }
-}
-
-void backward(Problem &p, Path path) {
-  if (path == Path::c_api) {
-    const CStatus st = c_backward(p);
-    ASSERT_EQ(st.code, 0) << st.message;
-  } else {
-    run_backward(p, path == Path::cpu ? Backend::cpu : Backend::reference);
+  void backward(Problem &p) {
+    if (c_api()) {
+      const CStatus st = c_backward(p, memory());
+      ASSERT_EQ(st.code, 0) << st.message;
+    } else {
+      run_backward(p, backend());
+    }
   }
-}
+};
 
 // An fp32 problem with the given routing (rows of expert ids), tokens x[t][h] = 10*t + h + 1,
 // probs p[t][e] = t + e / 4, and outputs poisoned.
@@ -65,12 +67,10 @@ std::vector<double> matrix(const HostTensor &t) {
   return v;
 }
 
-class WorkedExample : public ::testing::TestWithParam<Path> {};
-
 // SPEC §2: T=3, E=2, all routed, numOutTokens=6, drop-less.
 TEST_P(WorkedExample, SpecForwardAndBackward) {
   Problem p = example(3, 2, 2, 2, 0, false, {{0, 1}, {0, 1}, {0, 1}});
-  forward(p, GetParam());
+  forward(p);
   EXPECT_EQ(read_indices(p.sorted_indices), (std::vector<int32_t>{0, 3, 1, 4, 2, 5}));
   // permuteTokensOut = [x0, x1, x2, x0, x1, x2]; x_t = [10t+1, 10t+2]
   EXPECT_EQ(matrix(p.permuted_tokens),
@@ -84,7 +84,7 @@ TEST_P(WorkedExample, SpecForwardAndBackward) {
     p.grad.set(j, 1, 100.0 * static_cast<double>(j));
     p.probs_grad.set(j, j / 8.0);
   }
-  backward(p, GetParam());
+  backward(p);
   // tokensGrad[t] = G[S[2t]] + G[S[2t+1]] = G[t] + G[t+3]
   EXPECT_EQ(matrix(p.tokens_grad), (std::vector<double>{3, 300, 5, 500, 7, 700}));
   // probsGrad[t, e] = P[e*3 + t]
@@ -98,7 +98,7 @@ TEST_P(WorkedExample, SpecForwardAndBackward) {
 //   expert 2: routed [2], pad [0,1,3] -> [2, 0]   (token 0 pads)
 TEST_P(WorkedExample, DropAndPadDropsAndPads) {
   Problem p = example(4, 3, 1, 1, 2, true, {{0, 1}, {1}, {0, 1, 2}, {}});
-  forward(p, GetParam());
+  forward(p);
   EXPECT_EQ(read_indices(p.sorted_indices), (std::vector<int32_t>{0, 2, 0, 1, 2, 0}));
   EXPECT_EQ(column(p.permuted_tokens), (std::vector<double>{1, 21, 1, 11, 21, 1}));
   // permuteProbsOut[j] = probs[S[j], j / C]; the padding slot reads p[0][2] though unrouted.
@@ -109,7 +109,7 @@ TEST_P(WorkedExample, DropAndPadDropsAndPads) {
     p.grad.set(j, 0, g[j]);
     p.probs_grad.set(j, static_cast<double>(j + 1));
   }
-  backward(p, GetParam());
+  backward(p);
   // tokensGrad[t] = sum of G[j] with S[j] == t: t0 = 1 + 4 + 32 (padding slot 5 counts),
   // t1 = 8, t2 = 2 + 16, t3 = 0 (no slot names it).
   EXPECT_EQ(column(p.tokens_grad), (std::vector<double>{37, 8, 18, 0}));
@@ -124,7 +124,7 @@ TEST_P(WorkedExample, DropAndPadDropsAndPads) {
 // f = [0 (e0), 2 (e1), 0 (e2)]: 3 rows filled, rows 3..5 zero; t1 and t2 leave -1 slots.
 TEST_P(WorkedExample, RaggedDroplessHasSentinelsAndZeroRows) {
   Problem p = example(3, 3, 2, 2, 0, false, {{0, 2}, {}, {1}});
-  forward(p, GetParam());
+  forward(p);
   EXPECT_EQ(read_indices(p.sorted_indices), (std::vector<int32_t>{0, 2, -1, -1, 1, -1}));
   EXPECT_EQ(matrix(p.permuted_tokens), (std::vector<double>{1, 2, 21, 22, 1, 2, 0, 0, 0, 0, 0, 0}));
   EXPECT_EQ(column(p.permuted_probs), (std::vector<double>{0, 2.25, 0.5, 0, 0, 0}));
@@ -135,7 +135,7 @@ TEST_P(WorkedExample, RaggedDroplessHasSentinelsAndZeroRows) {
     p.grad.set(j, 1, -static_cast<double>(1 << j));
     p.probs_grad.set(j, static_cast<double>(j + 1));
   }
-  backward(p, GetParam());
+  backward(p);
   // t0 = G0 + G2, t1 = 0 (only -1 slots), t2 = G1; G rows 3..5 are never read.
   EXPECT_EQ(matrix(p.tokens_grad), (std::vector<double>{5, -5, 0, 0, 2, -2}));
   // masked scatter over M.T: (e0, t0) <- P0, (e1, t2) <- P1, (e2, t0) <- P2.
@@ -157,11 +157,14 @@ TEST(WorkedExampleOracle, NaiveForwardMatchesHandWork) {
   EXPECT_EQ(x.row_expert, (std::vector<int64_t>{0, 1, 2, -1, -1, -1}));
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, WorkedExample,
-                         ::testing::Values(Path::cpu, Path::reference, Path::c_api),
-                         [](const ::testing::TestParamInfo<Path> &param_info) {
-                           return std::string(name_of(param_info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Paths, WorkedExample,
+    ::testing::Combine(::testing::Values(Api::cxx, Api::c),
+                       ::testing::ValuesIn(backend_configs(Matrix::full, {.reference = true}))),
+    [](const ::testing::TestParamInfo<Param> &param_info) {
+      return std::string(std::get<0>(param_info.param) == Api::c ? "c_" : "cxx_") +
+             config_name(std::get<1>(param_info.param));
+    });
 
 }  // namespace
 }  // namespace moeperm::testing

@@ -1,9 +1,12 @@
 // The workspace contract (architecture §6.6/6.8.7): the size the first phase reports is
 // enough at any base address (the plan includes slack to realign), a larger one is fine, and
 // the C API reports the same size as the C++ plan. Results equal the reference each time.
+// The fast host backends, once each (Matrix::one): the workspaces here are host buffers at
+// chosen addresses.
 #include <gtest/gtest.h>
 
 #include "acl_support.hpp"
+#include "backend_matrix.hpp"
 #include "testing.hpp"
 
 namespace moeperm::testing {
@@ -16,14 +19,16 @@ ProblemSpec spec(bool dp) {
   return s;
 }
 
-TEST(Workspace, ExactSizeWorksAtAnyBaseAlignment) {
+class Workspace : public BackendCase<> {};
+
+TEST_P(Workspace, ExactSizeWorksAtAnyBaseAlignment) {
   for (bool dp : {false, true}) {
     SCOPED_TRACE(dp ? "drop-and-pad" : "drop-less");
     Problem ref = tools::make_problem(spec(dp));
     run_both(ref, Backend::reference);
     Problem p = tools::make_problem(spec(dp));
-    const Plan fwd = plan_permute(p.permute_desc(), {Backend::cpu});
-    const Plan bwd = plan_permute_grad(p.grad_desc(), {Backend::cpu});
+    const Plan fwd = plan_permute(p.permute_desc(), {backend()});
+    const Plan bwd = plan_permute_grad(p.grad_desc(), {backend()});
     const uint64_t need = std::max(fwd.workspace_bytes(), bwd.workspace_bytes());
     ASSERT_GT(need, 0u);
     std::vector<std::byte> buffer(need + 256);
@@ -36,18 +41,22 @@ TEST(Workspace, ExactSizeWorksAtAnyBaseAlignment) {
   }
 }
 
-TEST(Workspace, LargerThanNeededIsFine) {
+TEST_P(Workspace, LargerThanNeededIsFine) {
   Problem ref = tools::make_problem(spec(true));
   run_both(ref, Backend::reference);
   Problem p = tools::make_problem(spec(true));
-  const Plan bwd = plan_permute_grad(p.grad_desc(), {Backend::cpu});
-  run_forward(p, Backend::cpu);
+  const Plan bwd = plan_permute_grad(p.grad_desc(), {backend()});
+  run_forward(p, backend());
   std::vector<std::byte> big(bwd.workspace_bytes() * 3 + 1, std::byte{0xEE});
   run(bwd, p.grad_data(), big);
   EXPECT_TRUE(SameOutputs(p, ref));
 }
 
-TEST(Workspace, CApiReportsTheSizeOfTheCxxPlan) {
+INSTANTIATE_TEST_SUITE_P(Hosts, Workspace,
+                         ::testing::ValuesIn(backend_configs(Matrix::one, {.devices = false})),
+                         ConfigName);
+
+TEST(WorkspaceCApi, ReportsTheSizeOfTheCxxPlan) {
   for (bool dp : {false, true}) {
     for (bool probs : {false, true}) {
       ProblemSpec s = spec(dp);

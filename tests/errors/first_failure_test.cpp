@@ -9,36 +9,19 @@
 namespace moeperm::testing {
 namespace {
 
-// Applies the later row first and the earlier one last (so a shared field keeps the earlier
-// row's value), then expects the earlier row's outcome. Returns the number of pairs checked.
-template <class Args>
-int check_all_pairs(const std::vector<RuleRow<Args>> &rows, Args (*valid)(bool)) {
-  int checked = 0;
-  for (bool dp : {false, true})
-    for (size_t i = 0; i < rows.size(); ++i)
-      for (size_t j = i + 1; j < rows.size(); ++j) {
-        const RuleRow<Args> &first = rows[i], &second = rows[j];
-        if (!applies(first.modes, dp) || !applies(second.modes, dp)) continue;
-        if (first.touches & second.touches) continue;
-        Args a = valid(dp);
-        second.mutate(a);
-        first.mutate(a);
-        if (!expressible_in_cxx(a) && !expressible_in_c(a)) continue;  // e.g. null G + 1 stride
-        EXPECT_TRUE(CheckBothApis(a, first.code, first.substrings))
-            << first.name << " (wins) + " << second.name << ", dropAndPad=" << dp;
-        ++checked;
-      }
-  return checked;
+// Every pair of rows of each operator's table (check_all_pairs, rule_tables.hpp).
+class FirstFailureWinsInTable : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(FirstFailureWinsInTable, EveryPairOfRows) {
+  const RuleTable &table = rule_tables()[GetParam()];
+  EXPECT_GT(table.check_all_pairs(), table.min_pairs);
 }
 
-TEST(FirstFailureWins, GradEveryPairOfRows) {
-  // Guards against the filter silently leaving nothing to check.
-  EXPECT_GT(check_all_pairs(grad_rule_rows(), &valid_grad_args), 1000);
-}
-
-TEST(FirstFailureWins, PermuteEveryPairOfRows) {
-  EXPECT_GT(check_all_pairs(permute_rule_rows(), &valid_permute_args), 500);
-}
+INSTANTIATE_TEST_SUITE_P(Spec5, FirstFailureWinsInTable,
+                         ::testing::Range(size_t{0}, rule_tables().size()),
+                         [](const ::testing::TestParamInfo<size_t> &param_info) {
+                           return rule_tables()[param_info.param].rows.table;
+                         });
 
 // Rule 1 beats rule 2: an invalid numExperts is reported even though G is null.
 TEST(FirstFailureWins, AttributeBeforeNullTensor) {

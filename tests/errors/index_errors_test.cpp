@@ -1,41 +1,35 @@
 // SPEC §5.7 and the forward's data rule: errors only the second phase can see, because
 // they depend on tensor data. Each must return 161002 with a message naming the first bad
-// position, and must leave every output untouched (still poison). Run on both backends,
+// position, and must leave every output untouched (still poison). Run on every backend (the
+// CPU backend per variant: Matrix::isas, since the checks run in its kernels' prologue),
 // through the C++ API and through the C API (default stream: the second phase returns it).
 #include <gtest/gtest.h>
 
 #include "acl_support.hpp"
+#include "backend_matrix.hpp"
 #include "testing.hpp"
 
 namespace moeperm::testing {
 namespace {
 
-struct Route {
-  const char *name;
-  Backend backend;
-  bool c_api;
-};
-
-const Route kRoutes[] = {{"cxx_cpu", Backend::cpu, false},
-                         {"cxx_reference", Backend::reference, false},
-                         {"c_cpu", Backend::cpu, true},
-                         {"c_reference", Backend::reference, true}};
+enum class Api { cxx, c };
+using Route = std::tuple<Api, BackendConfig>;
 
 struct Result {
   int32_t code = 0;
   std::string message;
 };
 
-// Runs the forward or the backward of p by `route`. The C API has no backend argument:
-// MOEPERM_BACKEND pins it.
+// Runs the forward or the backward of p by `route`. The C API has no backend argument: the
+// configuration pins it (BackendCase: the current device, MOEPERM_BACKEND).
 Result run_by(const Route &route, Problem &p, bool grad) {
-  if (route.c_api) {
-    ScopedEnv env("MOEPERM_BACKEND", route.backend == Backend::cpu ? "cpu" : "reference");
-    const CStatus st = grad ? c_backward(p) : c_forward(p);
+  const Backend backend = std::get<1>(route).backend();
+  if (std::get<0>(route) == Api::c) {
+    const CStatus st = grad ? c_backward(p, backend) : c_forward(p, backend);
     return {st.code, st.message};
   }
   try {
-    grad ? run_backward(p, route.backend) : run_forward(p, route.backend);
+    grad ? run_backward(p, backend) : run_forward(p, backend);
   } catch (const Error &e) {
     return {static_cast<int32_t>(e.code()), e.what()};
   }
@@ -57,7 +51,7 @@ ProblemSpec small(bool drop_and_pad) {
   return s;
 }
 
-class DataErrors : public ::testing::TestWithParam<Route> {
+class DataErrors : public BackendCase<Route> {
  protected:
   // Backward with S[pos] = value for each pair; expects 161002 naming `first` and no writes.
   void expect_bad_indices(bool drop_and_pad, std::vector<std::pair<int64_t, int32_t>> bad,
@@ -187,10 +181,14 @@ TEST_P(DataErrors, OverfullRoutingMapWithoutProbsIsNotRead) {
   EXPECT_EQ(r.code, 0) << r.message;
 }
 
-INSTANTIATE_TEST_SUITE_P(Spec5Rule7, DataErrors, ::testing::ValuesIn(kRoutes),
-                         [](const ::testing::TestParamInfo<Route> &param_info) {
-                           return std::string(param_info.param.name);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Spec5Rule7, DataErrors,
+    ::testing::Combine(::testing::Values(Api::cxx, Api::c),
+                       ::testing::ValuesIn(backend_configs(Matrix::isas, {.reference = true}))),
+    [](const ::testing::TestParamInfo<Route> &param_info) {
+      return std::string(std::get<0>(param_info.param) == Api::c ? "c_" : "cxx_") +
+             config_name(std::get<1>(param_info.param));
+    });
 
 }  // namespace
 }  // namespace moeperm::testing

@@ -15,4 +15,23 @@ namespace moeperm::testing {
   return ::testing::AssertionSuccess();
 }
 
+std::vector<RowRef> every_row(const std::vector<TableRows> &tables) {
+  std::vector<RowRef> v;
+  for (const TableRows &t : tables)
+    for (size_t i = 0; i < t.size; ++i) v.push_back({&t, i});
+  return v;
+}
+
+std::string RowName(const ::testing::TestParamInfo<RowRef> &info) {
+  return info.param.rows->table + "_" + info.param.rows->name(info.param.index);
+}
+
+const std::vector<RuleTable> &rule_tables() {
+  static const std::vector<RuleTable> tables = {
+      make_rule_table("permute", permute_rule_rows(), 500, false),
+      make_rule_table("grad", grad_rule_rows(), 1000, true),
+  };
+  return tables;
+}
+
 }  // namespace moeperm::testing

@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -81,5 +83,105 @@ template <class Args>
                                          << "\" vs \"" << from_cxx.message << "\"";
   return ::testing::AssertionSuccess();
 }
+
+// Applies `mutate` to the valid arguments of each mode in `modes` and checks both APIs give
+// `code` and `substrings` (0 and none: accepted). Fails when the row applies to no mode.
+template <class Args>
+::testing::AssertionResult CheckInEveryMode(Modes modes, void (*mutate)(Args &), int32_t code,
+                                            const std::vector<std::string> &substrings) {
+  int modes_run = 0;
+  std::string failures;
+  for (bool dp : {false, true}) {
+    if (!applies(modes, dp)) continue;
+    Args a = valid_args<OpOf<Args>>(dp);
+    mutate(a);
+    if (auto r = CheckBothApis(a, code, substrings); !r)
+      failures += std::string(dp ? "dropAndPad=true: " : "dropAndPad=false: ") + r.message() + "\n";
+    ++modes_run;
+  }
+  if (modes_run == 0) return ::testing::AssertionFailure() << "the row applies to no mode";
+  if (!failures.empty()) return ::testing::AssertionFailure() << failures;
+  return ::testing::AssertionSuccess();
+}
+
+// SPEC §5 "first failure wins" over every pair of rows of one table that break different
+// operands (so neither mutation undoes the other): applies the later row first and the
+// earlier one last (so a shared field keeps the earlier row's value), then expects the earlier
+// row's outcome. Returns the number of pairs checked.
+template <class Args>
+int check_all_pairs(const std::vector<RuleRow<Args>> &rows) {
+  int checked = 0;
+  for (bool dp : {false, true})
+    for (size_t i = 0; i < rows.size(); ++i)
+      for (size_t j = i + 1; j < rows.size(); ++j) {
+        const RuleRow<Args> &first = rows[i], &second = rows[j];
+        if (!applies(first.modes, dp) || !applies(second.modes, dp)) continue;
+        if (first.touches & second.touches) continue;
+        Args a = valid_args<OpOf<Args>>(dp);
+        second.mutate(a);
+        first.mutate(a);
+        if (!expressible_in_cxx(a) && !expressible_in_c(a)) continue;  // e.g. null G + 1 stride
+        EXPECT_TRUE(CheckBothApis(a, first.code, first.substrings))
+            << first.name << " (wins) + " << second.name << ", dropAndPad=" << dp;
+        ++checked;
+      }
+  return checked;
+}
+
+// The rows of one table of one operator, type-erased so that one parameterised driver runs
+// every operator's tables: one gtest case per row, named <table>_<row>.
+struct TableRows {
+  std::string table;
+  size_t size = 0;
+  std::function<std::string(size_t)> name;
+  std::function<::testing::AssertionResult(size_t)> check;
+};
+struct RowRef {
+  const TableRows *rows;
+  size_t index;
+};
+std::vector<RowRef> every_row(const std::vector<TableRows> &tables);
+std::string RowName(const ::testing::TestParamInfo<RowRef> &info);
+
+// One operator's SPEC §5 rule table with the properties checked of the table as a whole.
+struct RuleTable {
+  TableRows rows;                                       // each row fails as it says
+  std::function<::testing::AssertionResult()> accepts;  // the unmutated arguments plan
+  std::function<std::vector<int>()> rules;              // the rows' rule numbers, in order
+  std::function<std::set<int32_t>()> codes;             // the rows' status codes
+  std::function<int()> check_all_pairs;                 // first failure wins, pairs checked
+  int min_pairs;      // guards against the pair filter silently leaving nothing to check
+  bool spec_ordered;  // SPEC §5 orders this operator's rules (the grad operator only), and the
+                      // table lists them in that order
+};
+
+template <class Args>
+RuleTable make_rule_table(std::string table, const std::vector<RuleRow<Args>> &rows, int min_pairs,
+                          bool spec_ordered) {
+  const std::vector<RuleRow<Args>> *r = &rows;
+  return RuleTable{
+      TableRows{std::move(table), rows.size(), [r](size_t i) { return std::string((*r)[i].name); },
+                [r](size_t i) {
+                  const RuleRow<Args> &row = (*r)[i];
+                  return CheckInEveryMode(row.modes, row.mutate, row.code, row.substrings);
+                }},
+      [] { return CheckInEveryMode<Args>(Modes::both, [](Args &) {}, 0, {}); },
+      [r] {
+        std::vector<int> v;
+        for (const RuleRow<Args> &row : *r) v.push_back(row.rule);
+        return v;
+      },
+      [r] {
+        std::set<int32_t> v;
+        for (const RuleRow<Args> &row : *r) v.insert(row.code);
+        return v;
+      },
+      [r] { return check_all_pairs(*r); },
+      min_pairs,
+      spec_ordered};
+}
+
+// Every operator's rule table (rule_tables.cpp): adding an operator adds one line there.
+const std::vector<RuleTable> &rule_tables();
 
 }  // namespace moeperm::testing

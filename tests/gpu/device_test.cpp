@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "acl_support.hpp"
-#include "gpu_mode.hpp"
 #include "naive.hpp"
 #include "testing.hpp"
 
@@ -82,7 +81,8 @@ TEST_F(Gpu, DataErrorSurfacesAtStreamSynchronize) {
     EXPECT_EQ(aclnnMoeTokenPermuteWithRoutingMapGrad(ws, ws_size, exec, stream), 0)
         << "the second phase on a stream only enqueues";
     EXPECT_EQ(aclrtSynchronizeStream(stream), 161002);
-    EXPECT_NE(std::string(aclGetRecentErrMsg()).find("sortedIndices[4] = 1073741824"), std::string::npos)
+    EXPECT_NE(std::string(aclGetRecentErrMsg()).find("sortedIndices[4] = 1073741824"),
+              std::string::npos)
         << aclGetRecentErrMsg();
     EXPECT_EQ(aclrtSynchronizeStream(stream), ACL_SUCCESS) << "the error is returned once";
     HostTensor out = poisoned_like(p.tokens_grad);
@@ -101,7 +101,7 @@ TEST_F(Gpu, DataErrorSurfacesAtStreamSynchronize) {
 // The default stream is synchronous: the second phase itself returns the data error.
 TEST_F(Gpu, DefaultStreamReturnsTheDataErrorFromTheSecondPhase) {
   Problem p = broken_backward(false, 9);
-  const CStatus st = c_run_on_gpu(p, true);
+  const CStatus st = c_backward(p, Backend::cuda);
   EXPECT_EQ(st.code, 161002);
   EXPECT_NE(st.message.find("sortedIndices[9] = 1073741824"), std::string::npos) << st.message;
   EXPECT_TRUE(untouched(p.tokens_grad));

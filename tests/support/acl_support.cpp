@@ -1,13 +1,55 @@
 #include "acl_support.hpp"
 
-#include "gpu_mode.hpp"
-
 #include <acl/acl.h>
 
 #include <algorithm>
 #include <vector>
 
+#include "device_memory.hpp"
+
 namespace moeperm::testing {
+namespace {
+
+// The two-phase call of operator Op over p's tensors (data pointers through `address`: host
+// or device), with a workspace of exactly the size the first phase asked for.
+template <class Op, class Address, class Workspace>
+CStatus c_two_phase(Problem &p, const typename Op::Desc &desc, Address &&address,
+                    Workspace &&make_workspace) {
+  const typename Op::Args a = Op::args(desc);
+  const OperandTensors<Op> t = make_operand_tensors<Op>(
+      a, [&](const auto &operand) { return address((p.*operand.tensor).data()); });
+  uint64_t ws_size = 0;
+  aclOpExecutor *exec = nullptr;
+  const int32_t st = Op::first_phase(t.handles, a, &ws_size, &exec);
+  if (st != 0) return c_status(st);
+  auto ws = make_workspace(ws_size);
+  return c_status(Op::second_phase(ws.get(), ws_size, exec, nullptr));
+}
+
+// A host workspace of exactly `bytes` (null when 0).
+class HostWorkspace {
+ public:
+  explicit HostWorkspace(uint64_t bytes) : bytes_(static_cast<size_t>(bytes)) {}
+  void *get() { return bytes_.empty() ? nullptr : bytes_.data(); }
+
+ private:
+  std::vector<std::byte> bytes_;
+};
+
+template <class Op>
+CStatus c_run(Problem &p, Backend memory, const typename Op::Desc &desc) {
+  if (!backend_info(memory).device)
+    return c_two_phase<Op>(
+        p, desc, [](void *host) { return host; }, [](uint64_t n) { return HostWorkspace(n); });
+  DeviceProblem dev(p);
+  const CStatus result = c_two_phase<Op>(
+      p, desc, [&](void *host) { return dev(host); },
+      [](uint64_t n) { return DeviceWorkspace(n); });
+  dev.download();
+  return result;
+}
+
+}  // namespace
 
 AclTensorPtr make_acl_tensor(const TensorDesc &d, void *data) {
   std::vector<int64_t> strides = d.strides;
@@ -26,40 +68,17 @@ CStatus c_status(int32_t code) {
   return CStatus{code, code == 0 ? std::string() : std::string(aclGetRecentErrMsg())};
 }
 
-CStatus c_forward(Problem &p) {
-  if (gpu_mode()) return c_run_on_gpu(p, false);
-  const bool probs = p.spec.with_probs;
-  auto x = make_acl_tensor(p.tokens), m = make_acl_tensor(p.routing_map);
-  auto y = make_acl_tensor(p.permuted_tokens), s = make_acl_tensor(p.sorted_indices);
-  AclTensorPtr pr = probs ? make_acl_tensor(p.probs) : nullptr;
-  AclTensorPtr yp = probs ? make_acl_tensor(p.permuted_probs) : nullptr;
-  uint64_t ws_size = 0;
-  aclOpExecutor *exec = nullptr;
-  const int32_t st = aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSize(
-      x.get(), m.get(), pr.get(), p.spec.num_out_tokens(), p.spec.drop_and_pad, y.get(), yp.get(),
-      s.get(), &ws_size, &exec);
-  if (st != 0) return c_status(st);
-  std::vector<std::byte> ws(static_cast<size_t>(ws_size));
-  return c_status(
-      aclnnMoeTokenPermuteWithRoutingMap(ws.empty() ? nullptr : ws.data(), ws_size, exec, nullptr));
+CStatus c_forward(Problem &p, Backend memory) {
+  return c_run<PermuteOp>(p, memory, PermuteOp::desc(p));
 }
-
-CStatus c_backward(Problem &p) {
-  if (gpu_mode()) return c_run_on_gpu(p, true);
-  const bool probs = p.spec.with_probs;
-  auto g = make_acl_tensor(p.grad), s = make_acl_tensor(p.sorted_indices);
-  auto m = make_acl_tensor(p.routing_map), tg = make_acl_tensor(p.tokens_grad);
-  AclTensorPtr pg_in = probs ? make_acl_tensor(p.probs_grad) : nullptr;
-  AclTensorPtr pg_out = probs ? make_acl_tensor(p.dense_probs_grad) : nullptr;
-  uint64_t ws_size = 0;
-  aclOpExecutor *exec = nullptr;
-  const int32_t st = aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspaceSize(
-      g.get(), pg_in.get(), s.get(), m.get(), p.spec.E, p.spec.T, p.spec.drop_and_pad, tg.get(),
-      pg_out.get(), &ws_size, &exec);
-  if (st != 0) return c_status(st);
-  std::vector<std::byte> ws(static_cast<size_t>(ws_size));
-  return c_status(aclnnMoeTokenPermuteWithRoutingMapGrad(ws.empty() ? nullptr : ws.data(), ws_size,
-                                                         exec, nullptr));
+CStatus c_backward(Problem &p, Backend memory) {
+  return c_run<PermuteGradOp>(p, memory, PermuteGradOp::desc(p));
+}
+CStatus c_run_with(Problem &p, Backend memory, const PermuteDesc &desc) {
+  return c_run<PermuteOp>(p, memory, desc);
+}
+CStatus c_run_with(Problem &p, Backend memory, const PermuteGradDesc &desc) {
+  return c_run<PermuteGradOp>(p, memory, desc);
 }
 
 DeviceTensor::DeviceTensor(const HostTensor &host) : bytes_(host.storage.size()) {
@@ -81,17 +100,6 @@ void DeviceTensor::download(HostTensor &host) const {
   EXPECT_EQ(aclrtMemcpy(host.storage.data(), bytes_, device_, bytes_, ACL_MEMCPY_DEVICE_TO_HOST),
             ACL_SUCCESS)
       << aclGetRecentErrMsg();
-}
-
-void discard_executor(aclOpExecutor *executor, bool grad) {
-  if (!executor) return;
-  // Too small a workspace, or (when none is needed) a stream handle that is not live: the
-  // second phase fails before doing any work and frees the executor.
-  void *not_a_stream = reinterpret_cast<void *>(uintptr_t{0x10});
-  if (grad)
-    (void)aclnnMoeTokenPermuteWithRoutingMapGrad(nullptr, 0, executor, not_a_stream);
-  else
-    (void)aclnnMoeTokenPermuteWithRoutingMap(nullptr, 0, executor, not_a_stream);
 }
 
 }  // namespace moeperm::testing

@@ -1,6 +1,7 @@
 #include "testing.hpp"
 
-#include "gpu_mode.hpp"
+#include "device_memory.hpp"
+#include "operators.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -20,31 +21,57 @@ int64_t offset_of(const HostTensor &t, int64_t i, int64_t j) {
   return t.desc.shape.size() == 2 ? t.at(i, j) : t.at(i);
 }
 
-std::vector<std::byte> exact_workspace(const Plan &plan) {
-  return std::vector<std::byte>(static_cast<size_t>(plan.workspace_bytes()));
+// Plans `desc` for operator Op on `backend` and runs it over `data` with a workspace of
+// exactly plan.workspace_bytes(): host memory as given, or p's device copies.
+template <class Op>
+void run_op(Problem &p, Backend backend, const typename Op::Desc &desc,
+            const typename Op::Data &data) {
+  const Plan plan = Op::plan(desc, PlanOptions{backend});
+  if (!backend_info(backend).device) {
+    std::vector<std::byte> ws(static_cast<size_t>(plan.workspace_bytes()));
+    run(plan, data, ws);
+    return;
+  }
+  DeviceProblem dev(p);
+  DeviceWorkspace ws(plan.workspace_bytes());
+  try {
+    run(plan, Op::map_data(data, [&](auto *host) { return decltype(host)(dev(host)); }), ws.span(),
+        nullptr);
+  } catch (...) {
+    dev.download();  // a failed run must have written nothing: let the test see that
+    throw;
+  }
+  dev.download();
 }
 
 }  // namespace
 
+BackendInfo backend_info(Backend backend) {
+  for (const BackendInfo &b : backends())
+    if (b.backend == backend) return b;
+  return BackendInfo{backend, "automatic", false, true};
+}
+
 void run_forward(Problem &p, Backend backend) {
-  if (backend == Backend::cuda || (gpu_mode() && backend != Backend::reference))
-    return run_on_gpu(p, false);
-  const Plan plan = plan_permute(p.permute_desc(), PlanOptions{backend});
-  auto ws = exact_workspace(plan);
-  run(plan, p.permute_data(), ws);
+  run_op<PermuteOp>(p, backend, PermuteOp::desc(p), PermuteOp::data(p));
 }
 
 void run_backward(Problem &p, Backend backend) {
-  if (backend == Backend::cuda || (gpu_mode() && backend != Backend::reference))
-    return run_on_gpu(p, true);
-  const Plan plan = plan_permute_grad(p.grad_desc(), PlanOptions{backend});
-  auto ws = exact_workspace(plan);
-  run(plan, p.grad_data(), ws);
+  run_op<PermuteGradOp>(p, backend, PermuteGradOp::desc(p), PermuteGradOp::data(p));
 }
 
 void run_both(Problem &p, Backend backend) {
   run_forward(p, backend);
   run_backward(p, backend);
+}
+
+void run_with(Problem &p, Backend backend, const PermuteDesc &desc, const PermuteData &data) {
+  run_op<PermuteOp>(p, backend, desc, data);
+}
+
+void run_with(Problem &p, Backend backend, const PermuteGradDesc &desc,
+              const PermuteGradData &data) {
+  run_op<PermuteGradOp>(p, backend, desc, data);
 }
 
 HostTensor poisoned_like(const HostTensor &like, const Layout &layout) {

@@ -25,13 +25,23 @@ using tools::ProblemSpec;
 
 inline constexpr std::byte kPoison{0xA5};
 
+// The registry entry of `backend` (moeperm::backends()); `automatic` is a host backend.
+BackendInfo backend_info(Backend backend);
+
 // Plans and runs the forward of `p` on `backend`; the workspace is a fresh buffer of exactly
-// plan.workspace_bytes() bytes. Throws moeperm::Error like run() does.
+// plan.workspace_bytes() bytes. Throws moeperm::Error like run() does. On a device backend
+// the problem goes to device memory and back (device_memory.hpp), also when the run throws.
 void run_forward(Problem &p, Backend backend);
 // Plans and runs the backward of `p` (S is p.sorted_indices, as the forward left it).
 void run_backward(Problem &p, Backend backend);
 // Forward, then backward.
 void run_both(Problem &p, Backend backend);
+// The same with a descriptor and data that the test changed (e.g. an optional tensor left
+// out): every data pointer is null or points into one of p's tensors (on a device backend
+// it is translated to that tensor's device copy).
+void run_with(Problem &p, Backend backend, const PermuteDesc &desc, const PermuteData &data);
+void run_with(Problem &p, Backend backend, const PermuteGradDesc &desc,
+              const PermuteGradData &data);
 
 // A copy of `src`'s values (bit for bit) in a new layout; storage outside the view is poison.
 HostTensor relayout(const HostTensor &src, const Layout &layout);
