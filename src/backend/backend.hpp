@@ -12,7 +12,8 @@
 namespace moeperm::detail {
 
 // Receives the outcome of a device run (success, or a data error of SPEC §5.7) exactly once,
-// on a driver thread, when the stream reaches the end of the run; must not call CUDA.
+// on a driver thread, when the stream reaches the end of the run; must not call the device
+// runtime.
 struct DeviceErrorSink {
   void (*deliver)(void *context, Status status) = nullptr;
   void *context = nullptr;
@@ -32,9 +33,10 @@ struct BackendOps {
   // (Note [Index validation]).
   Status (*run)(const Plan &plan, const Buffers &buffers, std::byte *workspace);
   // Device backends only (null for host backends): enqueues the plan on `stream` (a
-  // cudaStream_t) and returns without waiting. Data errors found on the device are delivered
-  // to `on_data_error` from a stream callback, in stream order (Note [Device errors]); with
-  // no sink (deliver null) the call instead waits for the stream and returns that error.
+  // native stream of the backend's device) and returns without waiting. Data errors found on the
+  // device are delivered to `on_data_error` from a stream callback, in stream order (Note [Device
+  // errors]); with no sink (deliver null) the call instead waits for the stream and returns that
+  // error.
   Status (*run_on_stream)(const Plan &plan, const Buffers &buffers, std::byte *workspace,
                           void *stream, DeviceErrorSink on_data_error);
 };

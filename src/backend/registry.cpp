@@ -1,6 +1,7 @@
-// The one ordered registry of backends (oneDNN's implementation list): fastest host backend
-// first, the naive reference last among the host backends (it supports every plan), device
-// backends after them, chosen only by name. A backend folder adds one line here.
+// The one ordered registry of backends and their devices (oneDNN's implementation list):
+// fastest host backend first, the naive reference last among the host backends (it supports
+// every plan), device backends after them, chosen only by name, each with the device whose
+// memory and streams it uses. A backend folder adds one line here.
 #include "backend/registry.hpp"
 
 #include <array>
@@ -14,23 +15,25 @@ namespace moeperm::detail {
 extern const BackendOps kCpuBackend;        // src/cpu
 extern const BackendOps kReferenceBackend;  // src/reference
 const BackendOps *cuda_backend();           // src/cuda; null when built without it
+const DeviceOps *cuda_device();             // src/cuda; null when built without it
 
 namespace {
 
 struct Entry {
-  const BackendOps *ops;  // null: not built in
+  const BackendOps *ops;    // null: not built in
+  const DeviceOps *memory;  // the device of its pointers and streams; null: not built in
   const char *name;
   Backend kind;
-  bool device;
+  bool device;          // a device backend (else a host backend, on kHostDevice)
   const char *title;    // in messages
   const char *missing;  // why it can be missing, for the error when it is requested
 };
 
 const std::array<Entry, 3> &registry() {
   static const std::array<Entry, 3> list{{
-      {&kCpuBackend, "cpu", Backend::cpu, false, "CPU", ""},
-      {&kReferenceBackend, "reference", Backend::reference, false, "reference", ""},
-      {cuda_backend(), "cuda", Backend::cuda, true, "CUDA",
+      {&kCpuBackend, &kHostDevice, "cpu", Backend::cpu, false, "CPU", ""},
+      {&kReferenceBackend, &kHostDevice, "reference", Backend::reference, false, "reference", ""},
+      {cuda_backend(), cuda_device(), "cuda", Backend::cuda, true, "CUDA",
        "MOEPERM_CUDA=OFF, or nvcc was not found"},
   }};
   return list;
@@ -78,9 +81,26 @@ const BackendOps *find_backend(Backend kind) {
 std::vector<BackendInfo> registered_backends() {
   std::vector<BackendInfo> out;
   for (const Entry &e : registry())
-    out.push_back(
-        {e.kind, e.name, e.device, e.ops != nullptr && (!e.device || cuda_device_count() > 0)});
+    out.push_back({e.kind, e.name, e.device, e.ops != nullptr && e.memory->count() > 0});
   return out;
+}
+
+std::vector<DeviceEntry> registered_devices() {
+  std::vector<DeviceEntry> out{{&kHostDevice, kHostDevice.name, Backend::automatic, "", ""}};
+  for (const Entry &e : registry())
+    if (e.device) out.push_back({e.memory, e.name, e.kind, e.title, e.missing});
+  return out;
+}
+
+const DeviceOps &device_of(const Plan &plan) {
+  for (const Entry &e : registry())
+    if (e.ops == plan.backend) return *e.memory;
+  return kHostDevice;
+}
+
+int device_count(Backend kind) {
+  const Entry *e = entry_of(kind);
+  return e && e->memory ? e->memory->count() : 0;
 }
 
 Status plan_call(const OperandSet &set, Backend requested, Plan *plan) {

@@ -11,6 +11,7 @@
 
 #include "backend/backend.hpp"
 #include "core/op_desc.hpp"
+#include "device/device.hpp"
 
 namespace moeperm::detail {
 
@@ -33,9 +34,7 @@ const BackendOps *find_backend(Backend kind);
 // memory, and it can enqueue on a stream) rather than on the host.
 inline bool runs_on_device(const Plan &plan) { return plan.backend->run_on_stream != nullptr; }
 
-// Phase 2's checks, in this order, for every entry point (C API, C++ API, streams):
-// check_buffers (null data of tensors that have elements), then check_workspace, then the
-// backend, which checks the data-dependent rules before it writes (Note [Index validation]).
+// Runs a host plan: check_buffers, check_workspace, then the backend (Note [Phase 2 checks]).
 Status execute(const Plan &plan, const Buffers &buffers, void *workspace, uint64_t workspace_bytes);
 
 // Null data pointers of tensors that have elements (SPEC §5.2 applied to data).
@@ -52,8 +51,20 @@ Status execute_on_stream(const Plan &plan, const Buffers &buffers, void *workspa
 // A one-line description of a planned plan (op, mode, sizes, dtypes, backend, workspace).
 std::string to_string(const Plan &plan);
 
-// Transitional, until the device interface owns it: GPUs the CUDA driver reports (0 when
-// not built with CUDA).
-int cuda_device_count();
+// The devices of the registry, in order: the host device, then each device backend's device
+// (ops null where that backend is not built in). MOEPERM_DEVICE names one of them.
+struct DeviceEntry {
+  const DeviceOps *ops;  // null: not built in
+  const char *name;      // MOEPERM_DEVICE's value
+  Backend backend;       // what the C API plans for while it is current (host: automatic)
+  const char *title;     // of its backend, in messages ("built without <title>")
+  const char *missing;   // why it can be missing
+};
+std::vector<DeviceEntry> registered_devices();
+// The device whose memory and streams the plan's backend uses (the host device for host
+// backends).
+const DeviceOps &device_of(const Plan &plan);
+// Devices present for the backend registered under `kind` (0 when it is not built in).
+int device_count(Backend kind);
 
 }  // namespace moeperm::detail

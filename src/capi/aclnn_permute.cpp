@@ -1,20 +1,14 @@
-// aclnnMoeTokenPermuteWithRoutingMap{GetWorkspaceSize,}: aclTensor -> descriptors, then
-// the core. No logic lives here; no exception crosses the C ABI.
+// aclnnMoeTokenPermuteWithRoutingMap{GetWorkspaceSize,}: CANN's parameters, by name, into
+// the operator's operands and buffers; capi/two_phase.hpp does the rest.
 #include <aclnnop/aclnn_moe_token_permute_with_routing_map.h>
 
-#include <new>
-
-#include "backend/registry.hpp"
 #include "capi/acl_tensor.hpp"
-#include "capi/executor.hpp"
-#include "capi/last_error.hpp"
-#include "capi/runtime.hpp"
-#include "core/messages.hpp"
+#include "capi/two_phase.hpp"
 #include "core/operands.hpp"
 
-using namespace moeperm;
-using capi::data_of;
-using capi::desc_of;
+using moeperm::capi::data_of;
+using moeperm::capi::desc_of;
+using moeperm::detail::PermuteOperands;
 
 extern "C" {
 
@@ -22,39 +16,30 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSi
     const aclTensor *tokens, const aclTensor *routingMap, const aclTensor *probsOptional,
     int64_t numOutTokens, bool dropAndPad, aclTensor *permuteTokensOut,
     aclTensor *permuteProbsOutOptional, aclTensor *sortedIndicesOut, uint64_t *workspaceSize,
-    aclOpExecutor **executor) try {
-  detail::PermuteOperands ops{desc_of(tokens),
-                              desc_of(routingMap),
-                              desc_of(probsOptional),
-                              numOutTokens,
-                              dropAndPad,
-                              desc_of(permuteTokensOut),
-                              desc_of(permuteProbsOutOptional),
-                              desc_of(sortedIndicesOut)};
-  detail::Plan plan;
-  if (detail::Status s = detail::plan_call(detail::to_set(ops), capi::operator_backend(), &plan);
-      !s.ok())
-    return capi::report(s);
-  detail::Buffers buffers{
-      data_of(tokens),        data_of(permuteTokensOut),        data_of(routingMap),
-      data_of(probsOptional), data_of(permuteProbsOutOptional), data_of(sortedIndicesOut)};
-  return capi::finish_first_phase(plan, buffers, workspaceSize, executor);
-} catch (const std::bad_alloc &) {
-  return capi::report(detail::out_of_memory("aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSize"));
-} catch (const std::exception &e) {
-  return capi::report(
-      detail::internal_error("aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSize", e.what()));
+    aclOpExecutor **executor) {
+  return moeperm::capi::first_phase(
+      PermuteOperands{.tokens = desc_of(tokens),
+                      .routing_map = desc_of(routingMap),
+                      .probs = desc_of(probsOptional),
+                      .num_out_tokens = numOutTokens,
+                      .drop_and_pad = dropAndPad,
+                      .permuted_tokens = desc_of(permuteTokensOut),
+                      .permuted_probs = desc_of(permuteProbsOutOptional),
+                      .sorted_indices = desc_of(sortedIndicesOut)},
+      {.tokens = data_of(tokens),
+       .permuted = data_of(permuteTokensOut),
+       .routing_map = data_of(routingMap),
+       .dense_probs = data_of(probsOptional),
+       .permuted_probs = data_of(permuteProbsOutOptional),
+       .sorted_indices = data_of(sortedIndicesOut)},
+      workspaceSize, executor);
 }
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnMoeTokenPermuteWithRoutingMap(void *workspace,
                                                                    uint64_t workspaceSize,
                                                                    aclOpExecutor *executor,
-                                                                   aclrtStream stream) try {
-  return capi::second_phase(detail::Op::permute, workspace, workspaceSize, executor, stream);
-} catch (const std::bad_alloc &) {
-  return capi::report(detail::out_of_memory("aclnnMoeTokenPermuteWithRoutingMap"));
-} catch (const std::exception &e) {
-  return capi::report(detail::internal_error("aclnnMoeTokenPermuteWithRoutingMap", e.what()));
+                                                                   aclrtStream stream) {
+  return moeperm::capi::second_phase<PermuteOperands>(workspace, workspaceSize, executor, stream);
 }
 
 }  // extern "C"

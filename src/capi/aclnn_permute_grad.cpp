@@ -1,20 +1,14 @@
-// aclnnMoeTokenPermuteWithRoutingMapGrad{GetWorkspaceSize,}: aclTensor -> descriptors,
-// then the core. No logic lives here; no exception crosses the C ABI.
+// aclnnMoeTokenPermuteWithRoutingMapGrad{GetWorkspaceSize,}: CANN's parameters, by name,
+// into the operator's operands and buffers; capi/two_phase.hpp does the rest.
 #include <aclnnop/aclnn_moe_token_permute_with_routing_map_grad.h>
 
-#include <new>
-
-#include "backend/registry.hpp"
 #include "capi/acl_tensor.hpp"
-#include "capi/executor.hpp"
-#include "capi/last_error.hpp"
-#include "capi/runtime.hpp"
-#include "core/messages.hpp"
+#include "capi/two_phase.hpp"
 #include "core/operands.hpp"
 
-using namespace moeperm;
-using capi::data_of;
-using capi::desc_of;
+using moeperm::capi::data_of;
+using moeperm::capi::desc_of;
+using moeperm::detail::PermuteGradOperands;
 
 extern "C" {
 
@@ -22,44 +16,34 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspa
     const aclTensor *permutedTokenOutputGrad, const aclTensor *permutedProbsOutputGradOptional,
     const aclTensor *sortedIndices, const aclTensor *routingMapOptional, int64_t numExperts,
     int64_t tokensNum, bool dropAndPad, aclTensor *tokensGradOut, aclTensor *probsGradOutOptional,
-    uint64_t *workspaceSize, aclOpExecutor **executor) try {
-  detail::PermuteGradOperands ops{desc_of(permutedTokenOutputGrad),
-                                  desc_of(permutedProbsOutputGradOptional),
-                                  desc_of(sortedIndices),
-                                  desc_of(routingMapOptional),
-                                  numExperts,
-                                  tokensNum,
-                                  dropAndPad,
-                                  desc_of(tokensGradOut),
-                                  desc_of(probsGradOutOptional)};
-  detail::Plan plan;
-  if (detail::Status s = detail::plan_call(detail::to_set(ops), capi::operator_backend(), &plan);
-      !s.ok())
-    return capi::report(s);
-  detail::Buffers buffers{data_of(tokensGradOut),
-                          data_of(permutedTokenOutputGrad),
-                          data_of(routingMapOptional),
-                          data_of(probsGradOutOptional),
-                          data_of(permutedProbsOutputGradOptional),
-                          data_of(sortedIndices)};
-  return capi::finish_first_phase(plan, buffers, workspaceSize, executor);
-} catch (const std::bad_alloc &) {
-  return capi::report(
-      detail::out_of_memory("aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspaceSize"));
-} catch (const std::exception &e) {
-  return capi::report(
-      detail::internal_error("aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspaceSize", e.what()));
+    uint64_t *workspaceSize, aclOpExecutor **executor) {
+  return moeperm::capi::first_phase(
+      PermuteGradOperands{.grad = desc_of(permutedTokenOutputGrad),
+                          .probs_grad = desc_of(permutedProbsOutputGradOptional),
+                          .sorted_indices = desc_of(sortedIndices),
+                          .routing_map = desc_of(routingMapOptional),
+                          .num_experts = numExperts,
+                          .tokens_num = tokensNum,
+                          .drop_and_pad = dropAndPad,
+                          .tokens_grad = desc_of(tokensGradOut),
+                          .dense_probs_grad = desc_of(probsGradOutOptional)},
+      // The Grad's roles (Buffers): its tokens are the tokens' gradient, its permuted rows
+      // the incoming gradient of the permuted tokens, and likewise for the probs.
+      {.tokens = data_of(tokensGradOut),
+       .permuted = data_of(permutedTokenOutputGrad),
+       .routing_map = data_of(routingMapOptional),
+       .dense_probs = data_of(probsGradOutOptional),
+       .permuted_probs = data_of(permutedProbsOutputGradOptional),
+       .sorted_indices = data_of(sortedIndices)},
+      workspaceSize, executor);
 }
 
 ACL_FUNC_VISIBILITY aclnnStatus aclnnMoeTokenPermuteWithRoutingMapGrad(void *workspace,
                                                                        uint64_t workspaceSize,
                                                                        aclOpExecutor *executor,
-                                                                       aclrtStream stream) try {
-  return capi::second_phase(detail::Op::permute_grad, workspace, workspaceSize, executor, stream);
-} catch (const std::bad_alloc &) {
-  return capi::report(detail::out_of_memory("aclnnMoeTokenPermuteWithRoutingMapGrad"));
-} catch (const std::exception &e) {
-  return capi::report(detail::internal_error("aclnnMoeTokenPermuteWithRoutingMapGrad", e.what()));
+                                                                       aclrtStream stream) {
+  return moeperm::capi::second_phase<PermuteGradOperands>(workspace, workspaceSize, executor,
+                                                          stream);
 }
 
 }  // extern "C"

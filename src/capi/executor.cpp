@@ -8,6 +8,7 @@
 #include "capi/last_error.hpp"
 #include "capi/runtime.hpp"
 #include "capi/stream.hpp"
+#include "capi/two_phase.hpp"
 #include "core/messages.hpp"
 
 namespace moeperm::capi {
@@ -20,25 +21,21 @@ std::map<uintptr_t, std::unique_ptr<Executor>> &executors() {
   return m;
 }
 
-const char *api_of(detail::Op op) { return detail::op_desc(op).api; }
-
-// A GPU plan reads and writes its tensors and workspace on the device: host memory there
-// would be an illegal access (and a sticky CUDA error), so it is rejected up front.
-detail::Status check_gpu_memory(const detail::Plan &plan, const detail::Buffers &b,
-                                const void *workspace) {
-  auto on_gpu = [](const void *p) {
-    return !p || (device_bytes_from(p) > 0 && allocation_kind(p) == DeviceKind::cuda);
-  };
+// A device plan reads and writes its tensors and workspace on its device: other memory
+// there would be an illegal access (on a GPU, a sticky error), so it is rejected up front.
+detail::Status check_device_memory(const detail::Plan &plan, const detail::Buffers &b,
+                                   const void *workspace) {
+  const detail::DeviceOps &device = detail::device_of(plan);
+  auto on_device = [&](const void *p) { return !p || device_of_pointer(p) == &device; };
   auto wrong = [&](const char *name) {
-    return detail::inconsistent(plan.api(),
-                                detail::cat(name,
-                                            ": expected GPU memory from aclrtMalloc (the operator "
-                                            "runs on the GPU), got a pointer outside every GPU "
-                                            "allocation"));
+    return detail::inconsistent(
+        plan.api(),
+        detail::cat(name, ": expected ", device.memory, " from aclrtMalloc (the operator runs on ",
+                    device.noun, "), got a pointer outside all ", device.memory));
   };
   for (const detail::OperandDesc &o : detail::op_desc(plan.op).operands)
-    if (!on_gpu(detail::buffer_of(b, o.role))) return wrong(o.name);
-  if (!on_gpu(workspace)) return wrong("workspace");
+    if (!on_device(detail::buffer_of(b, o.role))) return wrong(o.name);
+  if (!on_device(workspace)) return wrong("workspace");
   return detail::Status::success();
 }
 
@@ -66,8 +63,11 @@ int64_t live_executors() {
   return static_cast<int64_t>(executors().size());
 }
 
-aclnnStatus finish_first_phase(const detail::Plan &plan, const detail::Buffers &buffers,
-                               uint64_t *workspace_size, aclOpExecutor **executor) {
+aclnnStatus plan_and_register(const detail::OperandSet &set, const detail::Buffers &buffers,
+                              uint64_t *workspace_size, aclOpExecutor **executor) {
+  detail::Plan plan;
+  if (detail::Status s = detail::plan_call(set, operator_backend(), &plan); !s.ok())
+    return report(s);
   if (!workspace_size) return report(detail::null_argument(plan.api(), "workspaceSize"));
   if (!executor) return report(detail::null_argument(plan.api(), "executor"));
   if (detail::Status s = detail::check_buffers(plan, buffers); !s.ok()) return report(s);
@@ -80,9 +80,9 @@ aclnnStatus finish_first_phase(const detail::Plan &plan, const detail::Buffers &
   return ACLNN_SUCCESS;
 }
 
-aclnnStatus second_phase(detail::Op op, void *workspace, uint64_t workspace_size,
+aclnnStatus take_and_run(detail::Op op, void *workspace, uint64_t workspace_size,
                          aclOpExecutor *handle, aclrtStream stream) {
-  const char *api = api_of(op);
+  const char *api = detail::op_desc(op).api;
   if (!handle) return report(detail::null_argument(api, "executor"));
   std::unique_ptr<Executor> e = take_executor(handle);
   if (!e)
@@ -96,15 +96,10 @@ aclnnStatus second_phase(detail::Op op, void *workspace, uint64_t workspace_size
   // Workspace errors are visible now, whatever the stream: report them from this phase.
   if (detail::Status s = detail::check_workspace(e->plan, workspace, workspace_size); !s.ok())
     return report(s);
-  if (detail::runs_on_device(e->plan)) {
-    if (detail::Status s = check_gpu_memory(e->plan, e->buffers, workspace); !s.ok())
+  if (detail::runs_on_device(e->plan))
+    if (detail::Status s = check_device_memory(e->plan, e->buffers, workspace); !s.ok())
       return report(s);
-    return report(submit_to_gpu(stream, e->plan, e->buffers, workspace, workspace_size));
-  }
-  std::shared_ptr<Executor> owned(std::move(e));
-  return report(submit(stream, [owned, workspace, workspace_size] {
-    return detail::execute(owned->plan, owned->buffers, workspace, workspace_size);
-  }));
+  return report(submit(stream, std::move(e), workspace, workspace_size));
 }
 
 }  // namespace moeperm::capi

@@ -9,7 +9,6 @@
 #include "capi/last_error.hpp"
 #include "capi/runtime.hpp"
 #include "core/messages.hpp"
-#include "cuda/cuda_runtime.hpp"
 
 namespace moeperm::capi {
 namespace {
@@ -29,11 +28,11 @@ bool is_live(Stream *s) {
 
 Stream::Stream() : worker_([this] { serve(); }) {}
 
-Stream::Stream(void *cuda_stream) : cuda_(cuda_stream) {}
+Stream::Stream(const detail::DeviceOps &device, void *native) : device_(&device), native_(native) {}
 
 Stream::~Stream() {
-  if (cuda_) {
-    (void)gpu::stream_destroy(cuda_);  // the destroy call synchronized it already
+  if (native_) {
+    (void)device_->stream_destroy(native_);  // the destroy call synchronized it already
     return;
   }
   {
@@ -59,9 +58,9 @@ void Stream::enqueue(Task task) {
 }
 
 detail::Status Stream::synchronize() {
-  if (cuda_) {
+  if (native_) {
     // Callbacks enqueued before this point have run when the stream is synchronized.
-    detail::Status device = gpu::stream_synchronize(cuda_);
+    detail::Status device = device_->stream_synchronize(native_);
     std::lock_guard lock(mu_);
     detail::Status data = std::exchange(first_error_, detail::Status::success());
     return data.ok() ? device : data;
@@ -72,8 +71,8 @@ detail::Status Stream::synchronize() {
 }
 
 void Stream::wait_idle() {
-  if (cuda_) {
-    (void)gpu::stream_synchronize(cuda_);  // a failure stays with the stream's next sync
+  if (native_) {
+    (void)device_->stream_synchronize(native_);  // a failure stays with the stream's next sync
     return;
   }
   std::unique_lock lock(mu_);
@@ -98,23 +97,6 @@ void Stream::serve() {
   }
 }
 
-detail::Status submit(aclrtStream handle, Stream::Task task) {
-  if (!handle) {
-    wait_all();
-    return task();
-  }
-  auto *s = static_cast<Stream *>(handle);
-  if (!is_live(s))
-    return detail::inconsistent(
-        "aclrtStream", "the stream was not created by aclrtCreateStream or was already destroyed");
-  if (s->cuda_stream())
-    return detail::inconsistent("aclrtStream",
-                                "the stream belongs to the GPU, but the operator was planned for "
-                                "the CPU device (aclrtSetDevice chose the CPU at that time)");
-  s->enqueue(std::move(task));
-  return detail::Status::success();
-}
-
 namespace {
 
 void deliver_to_stream(void *context, detail::Status failure) {
@@ -123,24 +105,31 @@ void deliver_to_stream(void *context, detail::Status failure) {
 
 }  // namespace
 
-detail::Status submit_to_gpu(aclrtStream handle, const detail::Plan &plan,
-                             const detail::Buffers &buffers, void *workspace,
-                             uint64_t workspace_bytes) {
-  MOEPERM_TRY(activate_gpu());
-  if (!handle) {
+detail::Status submit(aclrtStream handle, std::shared_ptr<const Executor> e, void *workspace,
+                      uint64_t workspace_bytes) {
+  const detail::DeviceOps &device = detail::device_of(e->plan);
+  const bool on_device = detail::runs_on_device(e->plan);
+  if (on_device) MOEPERM_TRY(activate_current_device());
+  if (!handle) {  // the default stream: synchronous, after every stream has drained
     wait_all();
-    return detail::execute_on_stream(plan, buffers, workspace, workspace_bytes, nullptr);
+    return detail::execute_on_stream(e->plan, e->buffers, workspace, workspace_bytes, nullptr);
   }
   auto *s = static_cast<Stream *>(handle);
   if (!is_live(s))
     return detail::inconsistent(
         "aclrtStream", "the stream was not created by aclrtCreateStream or was already destroyed");
-  if (!s->cuda_stream())
+  if (&s->device() != &device)
     return detail::inconsistent("aclrtStream",
-                                "the stream belongs to the CPU device, but the operator was "
-                                "planned for the GPU (aclrtSetDevice chose it at that time)");
-  return detail::execute_on_stream(plan, buffers, workspace, workspace_bytes, s->cuda_stream(),
-                                   detail::DeviceErrorSink{deliver_to_stream, s});
+                                detail::cat("the stream belongs to ", s->device().noun,
+                                            ", but the operator was planned for ", device.noun,
+                                            " (aclrtSetDevice chose it at that time)"));
+  if (on_device)
+    return detail::execute_on_stream(e->plan, e->buffers, workspace, workspace_bytes, s->native(),
+                                     detail::DeviceErrorSink{deliver_to_stream, s});
+  s->enqueue([e, workspace, workspace_bytes] {
+    return detail::execute(e->plan, e->buffers, workspace, workspace_bytes);
+  });
+  return detail::Status::success();
 }
 
 detail::Status synchronize_all() {
@@ -177,12 +166,13 @@ ACL_FUNC_VISIBILITY aclError aclrtCreateStream(aclrtStream *stream) {
   try {
     if (moeperm::capi::fault_fires(MOEPERM_FAULT_CREATE_STREAM))  // as std::thread fails
       throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
-    if (moeperm::capi::current_device() == moeperm::capi::DeviceKind::cuda) {
-      void *cuda_stream = nullptr;
-      moeperm::detail::Status st = moeperm::capi::activate_gpu();
-      if (st.ok()) st = moeperm::gpu::stream_create(&cuda_stream);
+    const moeperm::detail::DeviceOps &device = moeperm::capi::current_device();
+    if (device.stream_create) {
+      void *native = nullptr;
+      moeperm::detail::Status st = moeperm::capi::activate_current_device();
+      if (st.ok()) st = device.stream_create(&native);
       if (!st.ok()) return report_acl(ACL_ERROR_RT_FAILURE, "aclrtCreateStream: " + st.message);
-      s = new Stream(cuda_stream);
+      s = new Stream(device, native);
     } else {
       s = new Stream;
     }

@@ -1,16 +1,5 @@
-// Note [Streams]: a CPU stream is an in-order queue served by one worker thread. Work
-// enqueued on it runs in submission order. The first failure is kept and returned (and
-// cleared) by the next aclrtSynchronizeStream; work enqueued after a failure is skipped
-// until then, since it may depend on outputs that were never written. The default stream
-// (a null aclrtStream) is synchronous: its work runs on the calling thread after all
-// streams have drained, so the second phase returns the kernel's own status.
-//
-// On a GPU (Note [Devices]) a stream wraps a blocking CUDA stream instead of a worker
-// thread, with the same contract: operators are enqueued asynchronously, and a data error
-// found on the device (Note [Device errors]) is delivered by a stream callback and returned
-// by the next aclrtSynchronizeStream (or aclrtDestroyStream); work enqueued after it still
-// runs, but each operator's own check kernels keep it from writing on bad input. The
-// default stream is synchronous there too: the second phase waits and returns the error.
+// Streams of the CANN runtime subset: a worker-thread queue on the host device, a native
+// stream on a device that has them (Note [Streams], src/core/notes.md).
 #pragma once
 
 #include <acl/acl.h>
@@ -18,20 +7,23 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
+#include "capi/executor.hpp"
 #include "core/plan.hpp"
 #include "core/status.hpp"
+#include "device/device.hpp"
 
 namespace moeperm::capi {
 
 class Stream {
  public:
   using Task = std::function<detail::Status()>;
-  Stream();  // a CPU stream: starts the worker thread
-  // A GPU stream over `cuda_stream` (a cudaStream_t), which it owns and destroys.
-  explicit Stream(void *cuda_stream);
+  Stream();  // a host stream: starts the worker thread
+  // A stream over `native`, a native stream of `device`, which it owns and destroys.
+  Stream(const detail::DeviceOps &device, void *native);
   ~Stream();  // drains, then stops the worker
   Stream(const Stream &) = delete;
   Stream &operator=(const Stream &) = delete;
@@ -41,8 +33,9 @@ class Stream {
   detail::Status synchronize();
   // Waits like synchronize() but leaves the failure for the next synchronize().
   void wait_idle();
-  // The CUDA stream of a GPU stream; null for a CPU stream.
-  void *cuda_stream() const { return cuda_; }
+  // The device the stream belongs to, and its native stream (null for a host stream).
+  const detail::DeviceOps &device() const { return *device_; }
+  void *native() const { return native_; }
   // Keeps `failure` for the next synchronize() unless an earlier one is kept already.
   void record_failure(detail::Status failure);
 
@@ -54,20 +47,18 @@ class Stream {
   std::deque<Task> queue_;
   bool busy_ = false, stopping_ = false;
   detail::Status first_error_;
-  void *cuda_ = nullptr;
+  const detail::DeviceOps *device_ = &detail::kHostDevice;
+  void *native_ = nullptr;
   std::thread worker_;
 };
 
-// Runs `task` on `stream` (or synchronously for the default stream) and returns what the
-// second phase should return: the task's status on the default stream, else success once
-// enqueued.
-detail::Status submit(aclrtStream stream, Stream::Task task);
-
-// Runs a plan of the CUDA backend on `stream`: asynchronously on a GPU stream (a data error
-// goes to that stream), synchronously on the default stream (the error is returned).
-detail::Status submit_to_gpu(aclrtStream stream, const detail::Plan &plan,
-                             const detail::Buffers &buffers, void *workspace,
-                             uint64_t workspace_bytes);
+// Runs a planned executor on `stream`, or synchronously on the default stream (a null
+// handle), and returns what the second phase should return: the run's status on the default
+// stream, else success once enqueued (a failure then goes to the stream). A host plan's run
+// is queued on the stream's worker; a device plan is enqueued on the stream's native stream
+// by its backend. The stream must belong to the plan's device.
+detail::Status submit(aclrtStream stream, std::shared_ptr<const Executor> executor, void *workspace,
+                      uint64_t workspace_bytes);
 
 // Waits for every live stream; returns (and clears) the first failure found. Only
 // aclrtSynchronizeStream(nullptr) / aclrtSynchronizeDevice collect errors this way.

@@ -1,4 +1,4 @@
-// Note [Workspace layout]: the workspace size reported by the first phase and the
+// The object of Note [Workspace layout]: the workspace size reported by the first phase and the
 // sub-buffer offsets used by the second come from this one object, built at plan time
 // (CUB's alias_temporaries). There is no second code path that could disagree.
 #pragma once

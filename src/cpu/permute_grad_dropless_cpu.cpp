@@ -41,7 +41,7 @@ void sum_tokens(const Plan &p, const Buffers &b) {
 }  // namespace
 
 Status permute_grad_dropless(const Plan &p, const Buffers &b, std::byte *ws) {
-  // Note [Index validation]: all checks precede all writes.
+  // All checks precede all writes (Note [Index validation]).
   if (const int64_t j = first_bad_index(p, b.sorted_indices); j >= 0)
     return bad_sorted_index(p, j, *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(j)));
   int64_t *ranks = nullptr;

@@ -8,7 +8,7 @@
 //   zero(), load(const S*), load_acc(const float*), store_acc(float*, reg), add(reg, reg),
 //   store(S*, reg, bool stream)   (stream only when the address is W*sizeof(S)-aligned).
 //
-// Note [Determinism]: every output element is +0 plus its sources in ascending k, in fp32,
+// By Note [Determinism], every output element is +0 plus its sources in ascending k, in fp32,
 // rounded once; lanes are independent elements, so the vector width changes nothing.
 
 // Elements per tile of the fp32 accumulator (4 KiB, L1-resident); a multiple of every W.
@@ -45,7 +45,8 @@ void sum_rows_impl(void *dst_v, const void *const *srcs_v, int64_t nsrc, int64_t
       const int64_t mu = mv - mv % (kUnroll * W);
       for (int64_t i = 0; i < mu; i += kUnroll * W) {
         typename Vec::reg x[kUnroll];
-        for (int u = 0; u < kUnroll; ++u) x[u] = first ? Vec::zero() : Vec::load_acc(acc + i + u * W);
+        for (int u = 0; u < kUnroll; ++u)
+          x[u] = first ? Vec::zero() : Vec::load_acc(acc + i + u * W);
         for (int64_t k = g0; k < g1; ++k) {
           const S *src = srcs[k] + h0 + i;
           Vec::prefetch(src + kPrefetchAhead / static_cast<int64_t>(sizeof(S)));

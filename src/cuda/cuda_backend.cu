@@ -262,13 +262,4 @@ const BackendOps kCudaBackend{
 
 const BackendOps *cuda_backend() { return &kCudaBackend; }
 
-int cuda_device_count() {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0;
-  }
-  return n;
-}
-
 }  // namespace moeperm::detail

@@ -195,25 +195,23 @@ void run(const Plan &plan, const PermuteData &d, std::span<std::byte> workspace)
 void run(const Plan &plan, const PermuteGradData &d, std::span<std::byte> workspace) {
   run_bound(plan, bind(d), workspace, nullptr, false, nullptr, nullptr);
 }
-void run(const Plan &plan, const PermuteData &d, std::span<std::byte> workspace,
-         void *cuda_stream) {
-  run_bound(plan, bind(d), workspace, cuda_stream, false, nullptr, nullptr);
+void run(const Plan &plan, const PermuteData &d, std::span<std::byte> workspace, void *stream) {
+  run_bound(plan, bind(d), workspace, stream, false, nullptr, nullptr);
 }
-void run(const Plan &plan, const PermuteGradData &d, std::span<std::byte> workspace,
-         void *cuda_stream) {
-  run_bound(plan, bind(d), workspace, cuda_stream, false, nullptr, nullptr);
+void run(const Plan &plan, const PermuteGradData &d, std::span<std::byte> workspace, void *stream) {
+  run_bound(plan, bind(d), workspace, stream, false, nullptr, nullptr);
 }
-void run_async(const Plan &plan, const PermuteData &d, std::span<std::byte> workspace,
-               void *cuda_stream, RunCallback on_done, void *context) {
-  run_bound(plan, bind(d), workspace, cuda_stream, true, on_done, context);
+void run_async(const Plan &plan, const PermuteData &d, std::span<std::byte> workspace, void *stream,
+               RunCallback on_done, void *context) {
+  run_bound(plan, bind(d), workspace, stream, true, on_done, context);
 }
 void run_async(const Plan &plan, const PermuteGradData &d, std::span<std::byte> workspace,
-               void *cuda_stream, RunCallback on_done, void *context) {
-  run_bound(plan, bind(d), workspace, cuda_stream, true, on_done, context);
+               void *stream, RunCallback on_done, void *context) {
+  run_bound(plan, bind(d), workspace, stream, true, on_done, context);
 }
 
 bool cuda_built() noexcept { return detail::find_backend(Backend::cuda) != nullptr; }
-int cuda_device_count() noexcept { return detail::cuda_device_count(); }
+int cuda_device_count() noexcept { return detail::device_count(Backend::cuda); }
 
 void permute(const PermuteDesc &desc, const PermuteData &data, const PlanOptions &options) {
   const Plan plan = plan_permute(desc, options);

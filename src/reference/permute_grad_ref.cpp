@@ -17,7 +17,7 @@ Status permute_grad(const Plan &p, const Buffers &b) {
   for (int64_t j = 0; j < p.R; ++j)
     S[static_cast<size_t>(j)] = *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(j));
 
-  // Note [Index validation]: every index is checked before anything is written.
+  // Every index is checked before anything is written (Note [Index validation]).
   const IndexRange range = index_range(p);
   for (int64_t j = 0; j < p.R; ++j) {
     const int64_t s = S[static_cast<size_t>(j)];

@@ -1,4 +1,4 @@
-// Note [Streams]: a stream is an in-order queue; a failure of work on a stream is kept and
+// Tests of Note [Streams]: a stream is an in-order queue; a failure of work on a stream is kept and
 // returned (and cleared) by the next aclrtSynchronizeStream of that stream, with its message
 // on the synchronising thread; work enqueued after a failure is skipped until then. On the
 // default stream (nullptr) work is synchronous and the second phase returns its own status.

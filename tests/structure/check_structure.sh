@@ -37,6 +37,14 @@ check "bench does not include the problem model of tools" "$(grep -n 'problem.hp
 check "src/capi and src/core do not name cuda" "$(
   grep -rn --include='*.cpp' --include='*.hpp' --include='*.h' 'cuda' src/capi src/core)"
 
+# 2b. Devices sit behind the device interface: outside src/cuda only the registry's line
+#     names CUDA (and the public C++ API's cuda_built() / cuda_device_count(), kept for
+#     source compatibility).
+check "outside src/cuda only the registry names cuda" "$(
+  grep -rn --include='*.cpp' --include='*.hpp' --include='*.h' --include='*.cu' 'cuda' src |
+    grep -v '^src/cuda/' | grep -v '^src/backend/registry.cpp:' |
+    grep -v '^src/cxxapi/moeperm_api.cpp:[0-9]*:\(bool cuda_built\|int cuda_device_count\)')"
+
 # 3. Tests reach backends as parameters, not by name.
 check "conformance tests do not pin Backend::cpu" "$(grep -rn 'Backend::cpu' tests/conformance)"
 
@@ -62,5 +70,16 @@ if [[ -n "$build" ]]; then
         grep -A1 'readability-function-size' | grep -E 'warning|note')"
   fi
 fi
+
+# 6. Every Note is defined once, in src/core/notes.md, and every Note that code names is
+#    defined there.
+check "every Note is defined once in src/core/notes.md" "$(
+  grep -o '^## Note \[[^]]*\]' src/core/notes.md | sort | uniq -d | sed 's/^/defined twice: /'
+  grep -rhoI 'Note \[[^]]*\]' src include tools bench tests python examples docs |
+    sort -u | while read -r note; do
+      grep -qF "## $note" src/core/notes.md || echo "not defined in notes.md: $note"
+    done
+  grep -rnIE '// *Note \[[^]]*\]:' src include tools bench tests python examples |
+    sed 's/^/defined in code: /')"
 
 exit $failed

@@ -1,5 +1,5 @@
-// Note [Workspace layout]: one WorkspaceLayout sizes the workspace at plan time and carves it
-// at run time. Here: the layout arithmetic itself, and the layouts the plans actually build
+// Tests of Note [Workspace layout]: one WorkspaceLayout sizes the workspace at plan time and carves
+// it at run time. Here: the layout arithmetic itself, and the layouts the plans actually build
 // (which slots, how large), so that the size the first phase reports is explained.
 #include <gtest/gtest.h>
 
