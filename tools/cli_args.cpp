@@ -95,7 +95,7 @@ class Cursor {
 
 // Cross-flag rules, once every flag is known.
 void check_consistency(const RunOptions &o, bool capacity_given, bool probs_dtype_given) {
-  const tools::ProblemSpec &s = o.spec;
+  const problem_model::ProblemSpec &s = o.spec;
   if (s.K > s.E)
     fail("--topk (" + std::to_string(s.K) + ") must not exceed --experts (" + std::to_string(s.E) +
          ")");
@@ -107,8 +107,14 @@ void check_consistency(const RunOptions &o, bool capacity_given, bool probs_dtyp
       !(s.dtype == DType::bf16 && s.probs_dtype == DType::f32))
     fail("--probs-dtype must equal --dtype, or be fp32 with bf16 tokens; got " +
          std::string(dtype_name(s.probs_dtype)) + " with " + std::string(dtype_name(s.dtype)));
-  if (s.rows() > kMaxRows)
-    fail("the permuted tensor would have " + std::to_string(s.rows()) +
+  int64_t rows = 0;  // R as the library derives it (infer_outputs)
+  try {
+    rows = s.rows();
+  } catch (const Error &e) {
+    fail(e.what());
+  }
+  if (rows > kMaxRows)
+    fail("the permuted tensor would have " + std::to_string(rows) +
          " rows; sortedIndices is int32, so at most " + std::to_string(kMaxRows));
 }
 
@@ -138,7 +144,7 @@ std::string_view backend_name(Backend backend) {
 
 RunOptions parse_run_args(std::span<const std::string_view> args) {
   RunOptions o;
-  tools::ProblemSpec &s = o.spec;
+  problem_model::ProblemSpec &s = o.spec;
   bool capacity_given = false, probs_dtype_given = false;
   Cursor c(args);
   while (c.next()) {
