@@ -3,9 +3,10 @@
 // hands ownership over, moves leave the source empty, failures become AclError with the call,
 // the status and the runtime's message, and a Runtime declared first finalizes cleanly after
 // every other owner is gone. Every test starts and ends uninitialised (aclInit is global).
+#include <moeperm/acl_handles.hpp>  // first: the header compiles on its own
+
 #include <acl/acl.h>
 #include <gtest/gtest.h>
-#include <moeperm/acl_handles.hpp>
 
 #include <cstddef>
 #include <stdexcept>
