@@ -7,13 +7,13 @@
 #include <string>
 #include <vector>
 
-#include "problem.hpp"
+#include "problem_model.hpp"
 
 namespace moeperm::bench {
 
 struct Case {
   std::string name;
-  tools::ProblemSpec spec;
+  problem_model::ProblemSpec spec;
   int threads = 1;
   bool with_reference = false;  // also time the single-threaded reference kernels
 };

@@ -5,8 +5,8 @@
 namespace moeperm::bench {
 namespace {
 
-tools::ProblemSpec deepseek() {  // SPEC §7: T=4096, H=7168, E=256, K=8, bf16, drop-less
-  tools::ProblemSpec s;
+problem_model::ProblemSpec deepseek() {  // SPEC §7: T=4096, H=7168, E=256, K=8, bf16, drop-less
+  problem_model::ProblemSpec s;
   s.T = 4096, s.H = 7168, s.E = 256, s.K = 8;
   s.dtype = s.probs_dtype = DType::bf16;
   return s;
@@ -23,18 +23,19 @@ std::vector<Case> standard_cases(const Options &o) {
   std::vector<Case> cases;
   if (wanted(o, "named")) {
     cases.push_back({"deepseek", deepseek(), n, true});
-    tools::ProblemSpec mixtral;  // T=8192, H=4096, E=8, K=2, bf16, drop-less
+    problem_model::ProblemSpec mixtral;  // T=8192, H=4096, E=8, K=2, bf16, drop-less
     mixtral.T = 8192, mixtral.H = 4096, mixtral.E = 8, mixtral.K = 2;
     mixtral.dtype = mixtral.probs_dtype = DType::bf16;
     cases.push_back({"mixtral", mixtral, n, true});
-    tools::ProblemSpec cann;  // CANN's sample: T=4096, H=7168, E=256, C=16, fp32, drop-and-pad
+    problem_model::ProblemSpec
+        cann;  // CANN's sample: T=4096, H=7168, E=256, C=16, fp32, drop-and-pad
     cann.T = 4096, cann.H = 7168, cann.E = 256, cann.capacity = 16, cann.drop_and_pad = true;
     cann.dtype = cann.probs_dtype = DType::f32;
     cases.push_back({"cann-sample", cann, n, true});
   }
   if (wanted(o, "sweep"))
     for (int64_t T = 512; T <= 16384; T *= 2) {
-      tools::ProblemSpec s = deepseek();
+      problem_model::ProblemSpec s = deepseek();
       s.T = T;
       cases.push_back({"sweep-T" + std::to_string(T), s, n, false});
     }

@@ -6,7 +6,7 @@
 namespace moeperm::bench {
 namespace {
 
-std::string describe(const tools::ProblemSpec &s) {
+std::string describe(const problem_model::ProblemSpec &s) {
   char buf[160];
   if (s.drop_and_pad)
     std::snprintf(buf, sizeof buf, "T=%lld H=%lld E=%lld C=%lld %s drop-and-pad", (long long)s.T,
@@ -61,7 +61,7 @@ void write_json(std::ostream &out, const std::vector<CaseResult> &results, const
   out << "{\n  \"runs\": " << o.runs << ", \"warmup\": " << o.warmup << ",\n  \"cases\": [\n";
   for (size_t i = 0; i < results.size(); ++i) {
     const CaseResult &r = results[i];
-    const tools::ProblemSpec &s = r.c.spec;
+    const problem_model::ProblemSpec &s = r.c.spec;
     out << "    {\"name\": \"" << r.c.name << "\", \"T\": " << s.T << ", \"H\": " << s.H
         << ", \"E\": " << s.E << ", \"K\": " << (s.drop_and_pad ? 0 : s.K)
         << ", \"capacity\": " << (s.drop_and_pad ? s.capacity : 0)

@@ -50,13 +50,13 @@ CaseResult run_case(const Case &c, const Options &o) {
   CaseResult res;
   res.c = c;
   set_num_threads(c.threads);
-  tools::Problem p = tools::make_problem(c.spec);
+  problem_model::Problem p = problem_model::make_problem(c.spec);
   const Plan fwd = plan_permute(p.permute_desc(), {Backend::cpu});
   const Plan bwd = plan_permute_grad(p.grad_desc(), {Backend::cpu});
   res.plan = bwd.to_string();
   std::vector<std::byte> ws_f(fwd.workspace_bytes()), ws_b(bwd.workspace_bytes());
-  res.forward.bytes = static_cast<double>(tools::permute_bytes(c.spec));
-  res.backward.bytes = static_cast<double>(tools::permute_grad_bytes(c.spec));
+  res.forward.bytes = static_cast<double>(problem_model::permute_bytes(c.spec));
+  res.backward.bytes = static_cast<double>(problem_model::permute_grad_bytes(c.spec));
   MemcpyBaseline copy_f(res.forward.bytes), copy_b(res.backward.bytes);
 
   const PermuteData fd = p.permute_data();

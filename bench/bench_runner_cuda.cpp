@@ -24,7 +24,7 @@ void check(cudaError_t err, const char *what) {
 // One device allocation with the host tensor's whole storage (outputs keep their poison).
 class DeviceCopy {
  public:
-  explicit DeviceCopy(const tools::HostTensor &t) : bytes_(t.storage.size()) {
+  explicit DeviceCopy(const problem_model::HostTensor &t) : bytes_(t.storage.size()) {
     if (bytes_ == 0) return;
     check(cudaMalloc(&ptr_, bytes_), "cudaMalloc");
     check(cudaMemcpy(ptr_, t.storage.data(), bytes_, cudaMemcpyHostToDevice), "cudaMemcpy");
@@ -41,7 +41,7 @@ class DeviceCopy {
   DeviceCopy &operator=(const DeviceCopy &) = delete;
   void *get() const { return ptr_; }
   std::span<std::byte> span() const { return {static_cast<std::byte *>(ptr_), bytes_}; }
-  void download(tools::HostTensor &t) const {
+  void download(problem_model::HostTensor &t) const {
     if (bytes_)
       check(cudaMemcpy(t.storage.data(), ptr_, bytes_, cudaMemcpyDeviceToHost), "cudaMemcpy");
   }
@@ -72,9 +72,9 @@ CaseResult run_case_cuda(const Case &c, const Options &o) {
   check(cudaSetDevice(0), "cudaSetDevice");
   CaseResult res;
   res.c = c;
-  tools::Problem p = tools::make_problem(c.spec);
+  problem_model::Problem p = problem_model::make_problem(c.spec);
   // The CPU backend's outputs, for the bitwise comparison.
-  tools::Problem want = tools::make_problem(c.spec);
+  problem_model::Problem want = problem_model::make_problem(c.spec);
   run(plan_permute(want.permute_desc(), {Backend::cpu}), want.permute_data(), {});
   {
     const Plan b = plan_permute_grad(want.grad_desc(), {Backend::cpu});
@@ -99,8 +99,8 @@ CaseResult run_case_cuda(const Case &c, const Options &o) {
   const PermuteGradData bd{grad.get(),        probs_on ? probs_grad.get() : nullptr,
                            sorted.get(),      map.get(),
                            tokens_grad.get(), probs_on ? dense_grad.get() : nullptr};
-  res.forward.bytes = static_cast<double>(tools::permute_bytes(c.spec));
-  res.backward.bytes = static_cast<double>(tools::permute_grad_bytes(c.spec));
+  res.forward.bytes = static_cast<double>(problem_model::permute_bytes(c.spec));
+  res.backward.bytes = static_cast<double>(problem_model::permute_grad_bytes(c.spec));
   DeviceCopy copy_src(static_cast<size_t>(std::max(res.forward.bytes, res.backward.bytes) / 2));
   DeviceCopy copy_dst(static_cast<size_t>(std::max(res.forward.bytes, res.backward.bytes) / 2));
   const auto half_f = static_cast<size_t>(res.forward.bytes / 2);
@@ -126,18 +126,18 @@ CaseResult run_case_cuda(const Case &c, const Options &o) {
   permuted.download(p.permuted_tokens);
   sorted.download(p.sorted_indices);
   tokens_grad.download(p.tokens_grad);
-  res.forward.bit_differences =
-      static_cast<int>(tools::count_bit_differences(p.permuted_tokens, want.permuted_tokens) +
-                       tools::count_bit_differences(p.sorted_indices, want.sorted_indices));
+  res.forward.bit_differences = static_cast<int>(
+      problem_model::count_bit_differences(p.permuted_tokens, want.permuted_tokens) +
+      problem_model::count_bit_differences(p.sorted_indices, want.sorted_indices));
   res.backward.bit_differences =
-      static_cast<int>(tools::count_bit_differences(p.tokens_grad, want.tokens_grad));
+      static_cast<int>(problem_model::count_bit_differences(p.tokens_grad, want.tokens_grad));
   if (probs_on) {
     permuted_probs.download(p.permuted_probs);
     dense_grad.download(p.dense_probs_grad);
-    res.forward.bit_differences +=
-        static_cast<int>(tools::count_bit_differences(p.permuted_probs, want.permuted_probs));
-    res.backward.bit_differences +=
-        static_cast<int>(tools::count_bit_differences(p.dense_probs_grad, want.dense_probs_grad));
+    res.forward.bit_differences += static_cast<int>(
+        problem_model::count_bit_differences(p.permuted_probs, want.permuted_probs));
+    res.backward.bit_differences += static_cast<int>(
+        problem_model::count_bit_differences(p.dense_probs_grad, want.dense_probs_grad));
   }
 
   for (int i = 0; i < o.warmup; ++i) {

@@ -8,14 +8,19 @@ include(CMakePackageConfigHelpers)
 if(NOT BUILD_SHARED_LIBS)
   install(TARGETS moeperm_warnings moeperm_sanitizers EXPORT moepermTargets)
 endif()
-install(TARGETS moeperm moeperm_cli EXPORT moepermTargets
+# The moeperm command (moeperm::cli) is part of the package when it is built (MOEPERM_BUILD_TOOLS).
+set(moeperm_installed_targets moeperm)
+if(TARGET moeperm_cli)
+  list(APPEND moeperm_installed_targets moeperm_cli)
+  # The installed command finds the installed library relative to itself (bin/../lib), so
+  # it runs from any prefix without LD_LIBRARY_PATH.
+  set_target_properties(moeperm_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+endif()
+install(TARGETS ${moeperm_installed_targets} EXPORT moepermTargets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-# The installed command finds the installed library relative to itself (bin/../lib), so
-# it runs from any prefix without LD_LIBRARY_PATH.
-set_target_properties(moeperm_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT moepermTargets NAMESPACE moeperm:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/moeperm)
 export(EXPORT moepermTargets NAMESPACE moeperm:: FILE ${PROJECT_BINARY_DIR}/moepermTargets.cmake)

@@ -1,5 +1,7 @@
 # Every option of the project, with its docstring; a summary is printed at configure end.
 option(MOEPERM_BUILD_TESTS "Build the GoogleTest suite" ${PROJECT_IS_TOP_LEVEL})
+option(MOEPERM_BUILD_TOOLS "Build the moeperm command (tools/) and its benchmark engine (bench/)"
+       ${PROJECT_IS_TOP_LEVEL})
 option(MOEPERM_BUILD_EXAMPLES "Build the CANN-style examples" ${PROJECT_IS_TOP_LEVEL})
 string(COMPARE NOTEQUAL "${SKBUILD}" "" _moeperm_skbuild)  # pip install . (scikit-build-core)
 option(MOEPERM_PYTHON "Build the Python package (nanobind extension, pytest under label python)" ${_moeperm_skbuild})
@@ -23,6 +25,6 @@ endif()
 
 function(moeperm_print_summary)
   message(STATUS "moeperm ${PROJECT_VERSION}: build type ${CMAKE_BUILD_TYPE}, shared ${BUILD_SHARED_LIBS}, "
-                 "tests ${MOEPERM_BUILD_TESTS}, examples ${MOEPERM_BUILD_EXAMPLES}, "
+                 "tests ${MOEPERM_BUILD_TESTS}, tools ${MOEPERM_BUILD_TOOLS}, examples ${MOEPERM_BUILD_EXAMPLES}, "
                  "werror ${MOEPERM_WERROR}, sanitize '${MOEPERM_SANITIZE}', cuda ${MOEPERM_HAVE_CUDA}")
 endfunction()

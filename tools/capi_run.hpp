@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "problem.hpp"
+#include "problem_model.hpp"
 
 namespace moeperm::cli {
 
@@ -24,6 +24,6 @@ struct CapiTimes {
 // (the backward consumes the sortedIndices the forward just wrote on the device), then
 // downloads every output into the problem's output tensors. Throws AclError on any failed
 // call; the message includes aclGetRecentErrMsg().
-CapiTimes run_through_capi(tools::Problem &problem, int repeat);
+CapiTimes run_through_capi(problem_model::Problem &problem, int repeat);
 
 }  // namespace moeperm::cli

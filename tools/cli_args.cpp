@@ -12,14 +12,12 @@
 namespace moeperm::cli {
 namespace {
 
-// Upper bounds keep every derived size (R, R*H, byte counts) far from int64 overflow and
-// R within the int32 range of sortedIndices.
+// Upper bounds keep every derived size (R, R*H, byte counts) far from int64 overflow.
 constexpr int64_t kMaxTokens = int64_t{1} << 24;
 constexpr int64_t kMaxHidden = int64_t{1} << 20;
 constexpr int64_t kMaxExperts = int64_t{1} << 16;
 constexpr int64_t kMaxTopK = 512;  // CANN's limit for drop-less (SPEC §5.5)
 constexpr int64_t kMaxCapacity = int64_t{1} << 24;
-constexpr int64_t kMaxRows = std::numeric_limits<int32_t>::max();
 
 [[noreturn]] void fail(const std::string &message) { throw UsageError(message); }
 
@@ -95,7 +93,7 @@ class Cursor {
 
 // Cross-flag rules, once every flag is known.
 void check_consistency(const RunOptions &o, bool capacity_given, bool probs_dtype_given) {
-  const tools::ProblemSpec &s = o.spec;
+  const problem_model::ProblemSpec &s = o.spec;
   if (s.K > s.E)
     fail("--topk (" + std::to_string(s.K) + ") must not exceed --experts (" + std::to_string(s.E) +
          ")");
@@ -107,9 +105,13 @@ void check_consistency(const RunOptions &o, bool capacity_given, bool probs_dtyp
       !(s.dtype == DType::bf16 && s.probs_dtype == DType::f32))
     fail("--probs-dtype must equal --dtype, or be fp32 with bf16 tokens; got " +
          std::string(dtype_name(s.probs_dtype)) + " with " + std::string(dtype_name(s.dtype)));
-  if (s.rows() > kMaxRows)
-    fail("the permuted tensor would have " + std::to_string(s.rows()) +
-         " rows; sortedIndices is int32, so at most " + std::to_string(kMaxRows));
+  // The library's own rules on the inputs and attributes, R within the int32 range of
+  // sortedIndices among them: infer_outputs (behind rows()) reports them as planning would.
+  try {
+    (void)s.rows();
+  } catch (const Error &e) {
+    fail(e.what());
+  }
 }
 
 }  // namespace
@@ -138,7 +140,7 @@ std::string_view backend_name(Backend backend) {
 
 RunOptions parse_run_args(std::span<const std::string_view> args) {
   RunOptions o;
-  tools::ProblemSpec &s = o.spec;
+  problem_model::ProblemSpec &s = o.spec;
   bool capacity_given = false, probs_dtype_given = false;
   Cursor c(args);
   while (c.next()) {

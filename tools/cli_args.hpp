@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "bench.hpp"
-#include "problem.hpp"
+#include "problem_model.hpp"
 
 namespace moeperm::cli {
 
@@ -24,11 +24,11 @@ class UsageError : public std::runtime_error {
 
 // Everything `moeperm run` can be told.
 struct RunOptions {
-  tools::ProblemSpec spec;         // defaults: the DeepSeek-V3-like layer of SPEC §7
-  std::optional<int> threads;      // unset: MOEPERM_NUM_THREADS or all hardware threads
-  std::optional<Backend> backend;  // unset: MOEPERM_BACKEND or the automatic choice
-  int repeat = 1;                  // timed forward+backward iterations
-  bool help = false;               // print `moeperm run --help` and stop
+  problem_model::ProblemSpec spec;  // defaults: the DeepSeek-V3-like layer of SPEC §7
+  std::optional<int> threads;       // unset: MOEPERM_NUM_THREADS or all hardware threads
+  std::optional<Backend> backend;   // unset: MOEPERM_BACKEND or the automatic choice
+  int repeat = 1;                   // timed forward+backward iterations
+  bool help = false;                // print `moeperm run --help` and stop
 };
 
 // Parses the arguments after `run`. Throws UsageError.

@@ -1,5 +1,6 @@
 // `moeperm run`: generate a problem, run forward + backward through the CANN C API (timed),
 // verify against the reference backend through the C++ API, report.
+#include <moeperm/acl_handles.hpp>
 #include <moeperm/moeperm.hpp>
 
 #include <chrono>
@@ -8,11 +9,10 @@
 #include <new>
 #include <string>
 
-#include "acl_session.hpp"
 #include "capi_run.hpp"
 #include "cli_args.hpp"
 #include "commands.hpp"
-#include "problem.hpp"
+#include "problem_model.hpp"
 #include "report.hpp"
 #include "verify.hpp"
 
@@ -30,30 +30,30 @@ void apply_environment(const RunOptions &o) {
   }
 }
 
-int64_t host_bytes(const tools::Problem &p) {
+int64_t host_bytes(const problem_model::Problem &p) {
   int64_t n = 0;
-  for (const tools::HostTensor *t :
+  for (const problem_model::HostTensor *t :
        {&p.tokens, &p.routing_map, &p.probs, &p.permuted_tokens, &p.permuted_probs,
         &p.sorted_indices, &p.grad, &p.probs_grad, &p.tokens_grad, &p.dense_probs_grad})
     n += static_cast<int64_t>(t->storage.size());
   return n;
 }
 
-void print_problem(const tools::Problem &p, double generate_seconds) {
-  const tools::ProblemSpec &s = p.spec;
+void print_problem(const problem_model::Problem &p, double generate_seconds) {
+  const problem_model::ProblemSpec &s = p.spec;
+  const long long R = p.permuted_tokens.desc.shape.at(0);  // as the library derived it
   std::printf(
       "moeperm run: forward + backward through the CANN C API, checked against the reference\n");
   if (s.drop_and_pad)
     std::printf("problem   T=%lld H=%lld E=%lld K=%lld drop-and-pad C=%lld: R=E*C=%lld rows\n",
                 static_cast<long long>(s.T), static_cast<long long>(s.H),
                 static_cast<long long>(s.E), static_cast<long long>(s.K),
-                static_cast<long long>(s.capacity), static_cast<long long>(s.rows()));
+                static_cast<long long>(s.capacity), R);
   else
     std::printf("problem   T=%lld H=%lld E=%lld K=%lld drop-less%s: R=T*K=%lld rows\n",
                 static_cast<long long>(s.T), static_cast<long long>(s.H),
                 static_cast<long long>(s.E), static_cast<long long>(s.K),
-                s.ragged ? " ragged (tokens with < K experts)" : "",
-                static_cast<long long>(s.rows()));
+                s.ragged ? " ragged (tokens with < K experts)" : "", R);
   std::printf("dtypes    tokens/grads %s, probs %s, routingMap %s\n",
               std::string(dtype_name(s.dtype)).c_str(),
               s.with_probs ? std::string(dtype_name(s.probs_dtype)).c_str() : "none (--no-probs)",
@@ -74,11 +74,12 @@ void print_op_row(const char *name, const OpTimes &t, int64_t bytes) {
               format_gbps(static_cast<double>(bytes), exec).c_str());
 }
 
-void print_times(const tools::ProblemSpec &s, const CapiTimes &t, int repeat) {
+void print_times(const problem_model::ProblemSpec &s, const CapiTimes &t, int repeat) {
   std::printf("\n%-40s %16s %14s %10s %11s\n", "CANN C API (created stream)", "GetWorkspaceSize",
               "execute+sync", "moved", "effective");
-  print_op_row("aclnnMoeTokenPermuteWithRoutingMap", t.forward, tools::permute_bytes(s));
-  print_op_row("aclnnMoeTokenPermuteWithRoutingMapGrad", t.backward, tools::permute_grad_bytes(s));
+  print_op_row("aclnnMoeTokenPermuteWithRoutingMap", t.forward, problem_model::permute_bytes(s));
+  print_op_row("aclnnMoeTokenPermuteWithRoutingMapGrad", t.backward,
+               problem_model::permute_grad_bytes(s));
   if (repeat > 1)
     std::printf("(best of %d; mean execute+sync: forward %s, backward %s)\n", repeat,
                 format_seconds(mean_of(t.forward.execute_sync)).c_str(),
@@ -109,7 +110,7 @@ int report_verification(const Verification &v) {
 int run(const RunOptions &o) {
   apply_environment(o);
   const auto t0 = std::chrono::steady_clock::now();
-  tools::Problem problem = tools::make_problem(o.spec);
+  problem_model::Problem problem = problem_model::make_problem(o.spec);
   print_problem(problem,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   std::fflush(stdout);
@@ -135,7 +136,7 @@ int run_command(std::span<const std::string_view> args) {
   }
   try {
     return run(options);
-  } catch (const AclError &e) {
+  } catch (const acl::AclError &e) {
     std::fprintf(stderr, "moeperm run: %s\n", e.what());
   } catch (const Error &e) {  // from the C++ API: planning, or the reference run
     std::fprintf(stderr, "moeperm run: %s (status %d)\n", e.what(), static_cast<int>(e.code()));

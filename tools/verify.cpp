@@ -11,8 +11,8 @@ using Clock = std::chrono::steady_clock;
 
 // Same view and storage size as `t`, every byte poisoned as make_problem poisons outputs,
 // so an element the reference leaves unwritten compares like one the product leaves.
-tools::HostTensor blank_like(const tools::HostTensor &t) {
-  tools::HostTensor b;
+problem_model::HostTensor blank_like(const problem_model::HostTensor &t) {
+  problem_model::HostTensor b;
   b.desc = t.desc;
   b.storage.assign(t.storage.size(), std::byte{0xA5});
   return b;
@@ -20,13 +20,13 @@ tools::HostTensor blank_like(const tools::HostTensor &t) {
 
 // Element-wise comparison of the views. Fast path: same view over byte-identical storage
 // means every element is identical (one memcmp instead of one per element).
-OutputComparison compare(const char *name, const tools::HostTensor &got,
-                         const tools::HostTensor &want) {
+OutputComparison compare(const char *name, const problem_model::HostTensor &got,
+                         const problem_model::HostTensor &want) {
   const bool same_view = got.desc.shape == want.desc.shape &&
                          got.desc.strides == want.desc.strides &&
                          got.desc.offset == want.desc.offset;
   if (same_view && got.storage == want.storage) return {name, want.numel(), 0};
-  return {name, want.numel(), tools::count_bit_differences(got, want)};
+  return {name, want.numel(), problem_model::count_bit_differences(got, want)};
 }
 
 double seconds_since(Clock::time_point start) {
@@ -41,14 +41,15 @@ int64_t Verification::differing() const {
   return n;
 }
 
-Verification verify_against_reference(const tools::Problem &p) {
+Verification verify_against_reference(const problem_model::Problem &p) {
   const PlanOptions reference{Backend::reference};
   const bool probs = p.spec.with_probs;
   Verification v;
 
-  tools::HostTensor permuted_tokens = blank_like(p.permuted_tokens);
-  tools::HostTensor sorted_indices = blank_like(p.sorted_indices);
-  tools::HostTensor permuted_probs = probs ? blank_like(p.permuted_probs) : tools::HostTensor{};
+  problem_model::HostTensor permuted_tokens = blank_like(p.permuted_tokens);
+  problem_model::HostTensor sorted_indices = blank_like(p.sorted_indices);
+  problem_model::HostTensor permuted_probs =
+      probs ? blank_like(p.permuted_probs) : problem_model::HostTensor{};
   PermuteData fwd;
   fwd.tokens = p.tokens.data();
   fwd.routing_map = p.routing_map.data();
@@ -64,8 +65,9 @@ Verification verify_against_reference(const tools::Problem &p) {
   v.outputs.push_back(compare("sortedIndicesOut", p.sorted_indices, sorted_indices));
   permuted_tokens = {};  // release the largest buffer before the backward allocates
 
-  tools::HostTensor tokens_grad = blank_like(p.tokens_grad);
-  tools::HostTensor dense_probs_grad = probs ? blank_like(p.dense_probs_grad) : tools::HostTensor{};
+  problem_model::HostTensor tokens_grad = blank_like(p.tokens_grad);
+  problem_model::HostTensor dense_probs_grad =
+      probs ? blank_like(p.dense_probs_grad) : problem_model::HostTensor{};
   PermuteGradData bwd;
   bwd.permuted_token_output_grad = p.grad.data();
   bwd.sorted_indices = p.sorted_indices.data();  // the S under test; see the header

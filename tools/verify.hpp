@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "problem.hpp"
+#include "problem_model.hpp"
 
 namespace moeperm::cli {
 
@@ -26,6 +26,6 @@ struct Verification {
 // `problem` holds the inputs and, in its output tensors, the results under test. The
 // reference backward consumes the sortedIndices under test (the ones the backward under
 // test consumed), so a forward mismatch does not hide or fake a backward one.
-Verification verify_against_reference(const tools::Problem &problem);
+Verification verify_against_reference(const problem_model::Problem &problem);
 
 }  // namespace moeperm::cli

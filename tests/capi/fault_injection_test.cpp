@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "acl_support.hpp"
 #include "capi/fault_injection.hpp"
+#include "device_memory.hpp"
 #include "testing.hpp"
 
 namespace moeperm::testing {
@@ -21,33 +23,35 @@ std::string message() { return aclGetRecentErrMsg(); }
 // Device memory owned the way a CANN program owns it: every runtime status is returned, and
 // whatever was obtained is released by the destructor.
 struct Uploaded {
-  void *device = nullptr;
+  acl::DeviceMemoryPtr device;
   size_t bytes = 0;
   AclTensorPtr tensor;
 
   int32_t allocate(size_t n) {
     bytes = n;
-    return aclrtMalloc(&device, n, ACL_MEM_MALLOC_HUGE_FIRST);
+    void *p = nullptr;
+    const int32_t status = aclrtMalloc(&p, n, ACL_MEM_MALLOC_HUGE_FIRST);
+    device.reset(p);
+    return status;
   }
   int32_t upload(const HostTensor &host) {
     if (int32_t s = allocate(host.storage.size()); s != ACL_SUCCESS) return s;
     if (int32_t s =
-            aclrtMemcpy(device, bytes, host.storage.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE);
+            aclrtMemcpy(device.get(), bytes, host.storage.data(), bytes, ACL_MEMCPY_HOST_TO_DEVICE);
         s != ACL_SUCCESS)
       return s;
-    tensor = make_acl_tensor(host.desc, device);
+    tensor = make_acl_tensor(host.desc, device.get());
     return tensor ? ACL_SUCCESS : ACL_ERROR_BAD_ALLOC;
   }
   void download(HostTensor &host) const {
-    EXPECT_EQ(aclrtMemcpy(host.storage.data(), bytes, device, bytes, ACL_MEMCPY_DEVICE_TO_HOST),
-              ACL_SUCCESS)
+    EXPECT_EQ(
+        aclrtMemcpy(host.storage.data(), bytes, device.get(), bytes, ACL_MEMCPY_DEVICE_TO_HOST),
+        ACL_SUCCESS)
         << aclGetRecentErrMsg();
   }
   ~Uploaded() {
-    tensor.reset();
-    if (device) {
-      EXPECT_EQ(aclrtFree(device), ACL_SUCCESS) << aclGetRecentErrMsg();
-    }
+    tensor.reset();  // before the memory it views
+    free_checked(std::move(device));
   }
 };
 
@@ -115,7 +119,8 @@ TEST_F(FaultInjection, EveryAclrtMallocOfAProgramCanFail) {
           failure = message();
           discard_executor(exec, true);
         } else {
-          EXPECT_EQ(aclnnMoeTokenPermuteWithRoutingMapGrad(ws.device, ws_size, exec, nullptr), 0)
+          EXPECT_EQ(aclnnMoeTokenPermuteWithRoutingMapGrad(ws.device.get(), ws_size, exec, nullptr),
+                    0)
               << message();
           tensors[4]->download(p.tokens_grad);
           tensors[5]->download(p.dense_probs_grad);

@@ -4,6 +4,7 @@
 #include <acl/acl.h>
 #include <aclnn/acl_meta.h>
 #include <gtest/gtest.h>
+#include <moeperm/acl_handles.hpp>
 
 #include <cstring>
 #include <thread>
@@ -12,13 +13,13 @@ namespace {
 
 std::string message() { return aclGetRecentErrMsg(); }
 
-// One device allocation for the duration of a test.
+// One device allocation for the duration of a test (the shipped owner; the free is checked).
 struct DeviceAlloc {
+  moeperm::acl::DeviceMemoryPtr memory;
   void *ptr = nullptr;
-  explicit DeviceAlloc(size_t bytes) {
-    EXPECT_EQ(aclrtMalloc(&ptr, bytes, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS) << message();
-  }
-  ~DeviceAlloc() { EXPECT_EQ(aclrtFree(ptr), ACL_SUCCESS) << message(); }
+  explicit DeviceAlloc(size_t bytes)
+      : memory(moeperm::acl::device_malloc(bytes)), ptr(memory.get()) {}
+  ~DeviceAlloc() { EXPECT_EQ(aclrtFree(memory.release()), ACL_SUCCESS) << message(); }
   std::byte *bytes() const { return static_cast<std::byte *>(ptr); }
 };
 

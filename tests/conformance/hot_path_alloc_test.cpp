@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "backend_matrix.hpp"
-#include "problem.hpp"
+#include "problem_model.hpp"
 
 namespace {
 std::atomic<long> g_news{0};

@@ -9,7 +9,7 @@
 #include <random>
 
 #include "backend/elements.hpp"
-#include "problem.hpp"
+#include "problem_model.hpp"
 
 namespace {
 
@@ -33,7 +33,7 @@ TEST_P(Offsets64, ForwardAndBackwardPastTwoToThe31Elements) {
   const int64_t R = drop_and_pad ? kE * C : kT * K;
   ASSERT_GT(R * kH, int64_t{1} << 31);
 
-  using moeperm::tools::make_tensor;
+  using moeperm::problem_model::make_tensor;
   auto tokens = make_tensor(DType::bf16, {kT, kH});
   auto *x = static_cast<uint16_t *>(tokens.data());
 #pragma omp parallel for

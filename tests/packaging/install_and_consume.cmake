@@ -14,27 +14,7 @@ foreach(var BUILD_DIR WORK_DIR CONSUMER_DIR GENERATOR CXX_COMPILER)
   endif()
 endforeach()
 
-# Runs a command; fails with its output unless it exits 0. The output is returned in
-# <out_var> when given.
-function(run_step name)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "OUTPUT_VARIABLE" "COMMAND")
-  message(STATUS "packaging: ${name}")
-  execute_process(COMMAND ${arg_COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                  ERROR_VARIABLE out)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "packaging: ${name} failed (exit ${rc}):\n  ${arg_COMMAND}\n${out}")
-  endif()
-  if(arg_OUTPUT_VARIABLE)
-    set(${arg_OUTPUT_VARIABLE} "${out}" PARENT_SCOPE)
-  endif()
-endfunction()
-
-function(expect_in text what step)
-  string(FIND "${text}" "${what}" at)
-  if(at EQUAL -1)
-    message(FATAL_ERROR "packaging: ${step}: expected '${what}' in its output:\n${text}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/packaging_steps.cmake)
 
 set(prefix ${WORK_DIR}/prefix)
 set(consumer_build ${WORK_DIR}/consumer-build)

@@ -51,19 +51,6 @@ CStatus c_run(Problem &p, Backend memory, const typename Op::Desc &desc) {
 
 }  // namespace
 
-AclTensorPtr make_acl_tensor(const TensorDesc &d, void *data) {
-  std::vector<int64_t> strides = d.strides;
-  if (strides.empty()) {  // row-major contiguous, spelled out as a CANN caller would
-    strides.assign(d.shape.size(), 1);
-    for (size_t i = d.shape.size(); i-- > 1;)
-      strides[i - 1] = strides[i] * std::max<int64_t>(d.shape[i], 1);
-  }
-  const int64_t storage = d.storage_elements.value_or(0);
-  return AclTensorPtr(aclCreateTensor(d.shape.data(), d.shape.size(),
-                                      static_cast<aclDataType>(d.dtype), strides.data(), d.offset,
-                                      ACL_FORMAT_ND, &storage, d.storage_elements ? 1 : 0, data));
-}
-
 CStatus c_status(int32_t code) {
   return CStatus{code, code == 0 ? std::string() : std::string(aclGetRecentErrMsg())};
 }
@@ -79,27 +66,6 @@ CStatus c_run_with(Problem &p, Backend memory, const PermuteDesc &desc) {
 }
 CStatus c_run_with(Problem &p, Backend memory, const PermuteGradDesc &desc) {
   return c_run<PermuteGradOp>(p, memory, desc);
-}
-
-DeviceTensor::DeviceTensor(const HostTensor &host) : bytes_(host.storage.size()) {
-  EXPECT_EQ(aclrtMalloc(&device_, bytes_, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS)
-      << aclGetRecentErrMsg();
-  EXPECT_EQ(aclrtMemcpy(device_, bytes_, host.storage.data(), bytes_, ACL_MEMCPY_HOST_TO_DEVICE),
-            ACL_SUCCESS)
-      << aclGetRecentErrMsg();
-  tensor_ = make_acl_tensor(host.desc, device_);
-}
-
-DeviceTensor::~DeviceTensor() {
-  tensor_.reset();
-  EXPECT_EQ(aclrtFree(device_), ACL_SUCCESS) << aclGetRecentErrMsg();
-}
-
-void DeviceTensor::download(HostTensor &host) const {
-  ASSERT_EQ(host.storage.size(), bytes_);
-  EXPECT_EQ(aclrtMemcpy(host.storage.data(), bytes_, device_, bytes_, ACL_MEMCPY_DEVICE_TO_HOST),
-            ACL_SUCCESS)
-      << aclGetRecentErrMsg();
 }
 
 }  // namespace moeperm::testing

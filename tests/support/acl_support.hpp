@@ -4,6 +4,7 @@
 #pragma once
 
 #include <aclnn/acl_meta.h>
+#include <moeperm/acl_handles.hpp>
 
 #include <array>
 #include <memory>
@@ -14,14 +15,15 @@
 
 namespace moeperm::testing {
 
-struct AclTensorDeleter {
-  void operator()(aclTensor *t) const noexcept { aclDestroyTensor(t); }
-};
-using AclTensorPtr = std::unique_ptr<aclTensor, AclTensorDeleter>;
+// The shipped owner of an aclTensor (moeperm/acl_handles.hpp).
+using AclTensorPtr = acl::TensorPtr;
 
 // An aclTensor with desc's geometry over `data` (storageDims = {storage_elements} when the
-// descriptor knows its storage, else no storage dims).
-AclTensorPtr make_acl_tensor(const TensorDesc &desc, void *data);
+// descriptor knows its storage, else no storage dims); null where aclCreateTensor refuses, so
+// that a test can hand the operator exactly what the C API gave it.
+inline AclTensorPtr make_acl_tensor(const TensorDesc &desc, void *data) {
+  return acl::try_create_tensor(desc, data);
+}
 inline AclTensorPtr make_acl_tensor(HostTensor &t) { return make_acl_tensor(t.desc, t.data()); }
 
 // The aclTensor handles of one call of operator Op, one per operand in CANN order (null where
@@ -60,28 +62,6 @@ CStatus c_backward(Problem &p, Backend memory = Backend::automatic);
 // every tensor of `desc` is the one of p that plays its operand.
 CStatus c_run_with(Problem &p, Backend memory, const PermuteDesc &desc);
 CStatus c_run_with(Problem &p, Backend memory, const PermuteGradDesc &desc);
-
-// A tensor in device memory (aclrtMalloc): the host tensor's whole storage is uploaded
-// (aclrtMemcpy HOST_TO_DEVICE) and an aclTensor with the same geometry views it. The tensor is
-// destroyed and the memory freed with the object.
-class DeviceTensor {
- public:
-  explicit DeviceTensor(const HostTensor &host);
-  ~DeviceTensor();
-  DeviceTensor(const DeviceTensor &) = delete;
-  DeviceTensor &operator=(const DeviceTensor &) = delete;
-
-  aclTensor *get() const { return tensor_.get(); }
-  void *data() const { return device_; }
-  // Copies the device storage back into `host` (DEVICE_TO_HOST), which must have the layout
-  // the object was made from.
-  void download(HostTensor &host) const;
-
- private:
-  void *device_ = nullptr;
-  size_t bytes_ = 0;
-  AclTensorPtr tensor_;
-};
 
 // Frees an executor of operator Op that the test did not mean to run, without running it
 // (the second phase consumes an executor on every path; a non-live stream makes it fail

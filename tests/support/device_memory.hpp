@@ -7,7 +7,9 @@
 // sets it.
 #pragma once
 
-#include <problem.hpp>
+#include <moeperm/acl_handles.hpp>
+
+#include "problem_model.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -17,10 +19,13 @@
 
 namespace moeperm::testing {
 
+// Frees `memory` now and fails the test if aclrtFree does (the owners' deleters only warn).
+void free_checked(acl::DeviceMemoryPtr memory);
+
 // Device copies of every tensor of a problem, keyed by the host storage they mirror.
 class DeviceProblem {
  public:
-  explicit DeviceProblem(tools::Problem &p);
+  explicit DeviceProblem(problem_model::Problem &p);
   ~DeviceProblem();
   DeviceProblem(const DeviceProblem &) = delete;
   DeviceProblem &operator=(const DeviceProblem &) = delete;
@@ -32,8 +37,8 @@ class DeviceProblem {
   void download();
 
  private:
-  std::vector<tools::HostTensor *> tensors_;
-  std::map<const void *, void *> device_;
+  std::vector<problem_model::HostTensor *> tensors_;
+  std::map<const void *, acl::DeviceMemoryPtr> device_;
 };
 
 // A device workspace of exactly `bytes` (none when 0).
@@ -43,11 +48,11 @@ class DeviceWorkspace {
   ~DeviceWorkspace();
   DeviceWorkspace(const DeviceWorkspace &) = delete;
   DeviceWorkspace &operator=(const DeviceWorkspace &) = delete;
-  std::span<std::byte> span() const { return {static_cast<std::byte *>(ptr_), bytes_}; }
-  void *get() const { return ptr_; }
+  std::span<std::byte> span() const { return {static_cast<std::byte *>(get()), bytes_}; }
+  void *get() const { return memory_.get(); }
 
  private:
-  void *ptr_ = nullptr;
+  acl::DeviceMemoryPtr memory_;
   size_t bytes_ = 0;
 };
 

@@ -10,7 +10,7 @@
 #include <aclnnop/aclnn_moe_token_permute_with_routing_map.h>
 #include <aclnnop/aclnn_moe_token_permute_with_routing_map_grad.h>
 #include <moeperm/moeperm.hpp>
-#include <problem.hpp>
+#include "problem_model.hpp"
 
 #include <array>
 #include <cstddef>
@@ -62,7 +62,7 @@ template <class Args>
 struct Operand {
   const char *name;
   OptDesc Args::*arg;
-  tools::HostTensor tools::Problem::*tensor;
+  problem_model::HostTensor problem_model::Problem::*tensor;
   bool required;
   std::array<Dim, 2> dims;
   DType valid_dtype;
@@ -78,26 +78,41 @@ struct PermuteOp {
   using Data = PermuteData;
   static constexpr Operator op = Operator::permute;
   static constexpr std::array<Operand<Args>, 6> kOperands{{
-      {"tokens", &Args::X, &tools::Problem::tokens, true, {Dim::T, Dim::H}, DType::f32},
-      {"routingMap", &Args::M, &tools::Problem::routing_map, true, {Dim::T, Dim::E}, DType::i8},
-      {"probsOptional", &Args::PR, &tools::Problem::probs, false, {Dim::T, Dim::E}, DType::f32},
+      {"tokens", &Args::X, &problem_model::Problem::tokens, true, {Dim::T, Dim::H}, DType::f32},
+      {"routingMap",
+       &Args::M,
+       &problem_model::Problem::routing_map,
+       true,
+       {Dim::T, Dim::E},
+       DType::i8},
+      {"probsOptional",
+       &Args::PR,
+       &problem_model::Problem::probs,
+       false,
+       {Dim::T, Dim::E},
+       DType::f32},
       {"permuteTokensOut",
        &Args::Y,
-       &tools::Problem::permuted_tokens,
+       &problem_model::Problem::permuted_tokens,
        true,
        {Dim::R, Dim::H},
        DType::f32},
       {"permuteProbsOutOptional",
        &Args::YP,
-       &tools::Problem::permuted_probs,
+       &problem_model::Problem::permuted_probs,
        false,
        {Dim::R},
        DType::f32},
-      {"sortedIndicesOut", &Args::S, &tools::Problem::sorted_indices, true, {Dim::R}, DType::i32},
+      {"sortedIndicesOut",
+       &Args::S,
+       &problem_model::Problem::sorted_indices,
+       true,
+       {Dim::R},
+       DType::i32},
   }};
 
-  static Desc desc(const tools::Problem &p) { return p.permute_desc(); }
-  static Data data(tools::Problem &p) { return p.permute_data(); }
+  static Desc desc(const problem_model::Problem &p) { return p.permute_desc(); }
+  static Data data(problem_model::Problem &p) { return p.permute_data(); }
   // Every pointer of `d` through `f` (host to device addresses; null stays null to `f`).
   template <class F>
   static Data map_data(const Data &d, F &&f) {
@@ -155,39 +170,44 @@ struct PermuteGradOp {
   static constexpr std::array<Operand<Args>, 6> kOperands{{
       {"permutedTokenOutputGrad",
        &Args::G,
-       &tools::Problem::grad,
+       &problem_model::Problem::grad,
        true,
        {Dim::R, Dim::H},
        DType::f32},
       {"permutedProbsOutputGradOptional",
        &Args::P,
-       &tools::Problem::probs_grad,
+       &problem_model::Problem::probs_grad,
        false,
        {Dim::R},
        DType::f32},
-      {"sortedIndices", &Args::S, &tools::Problem::sorted_indices, true, {Dim::R}, DType::i32},
+      {"sortedIndices",
+       &Args::S,
+       &problem_model::Problem::sorted_indices,
+       true,
+       {Dim::R},
+       DType::i32},
       {"routingMapOptional",
        &Args::M,
-       &tools::Problem::routing_map,
+       &problem_model::Problem::routing_map,
        false,
        {Dim::T, Dim::E},
        DType::i8},
       {"tokensGradOut",
        &Args::TG,
-       &tools::Problem::tokens_grad,
+       &problem_model::Problem::tokens_grad,
        true,
        {Dim::T, Dim::H},
        DType::f32},
       {"probsGradOutOptional",
        &Args::PG,
-       &tools::Problem::dense_probs_grad,
+       &problem_model::Problem::dense_probs_grad,
        false,
        {Dim::T, Dim::E},
        DType::f32},
   }};
 
-  static Desc desc(const tools::Problem &p) { return p.grad_desc(); }
-  static Data data(tools::Problem &p) { return p.grad_data(); }
+  static Desc desc(const problem_model::Problem &p) { return p.grad_desc(); }
+  static Data data(problem_model::Problem &p) { return p.grad_data(); }
   template <class F>
   static Data map_data(const Data &d, F &&f) {
     return {.permuted_token_output_grad = f(d.permuted_token_output_grad),

@@ -75,7 +75,7 @@ void run_with(Problem &p, Backend backend, const PermuteGradDesc &desc,
 }
 
 HostTensor poisoned_like(const HostTensor &like, const Layout &layout) {
-  return tools::make_tensor(like.desc.dtype, like.desc.shape, layout, kPoison);
+  return problem_model::make_tensor(like.desc.dtype, like.desc.shape, layout, kPoison);
 }
 
 HostTensor relayout(const HostTensor &src, const Layout &layout) {
@@ -131,7 +131,7 @@ void write_indices(HostTensor &t, const std::vector<int32_t> &values) {
   if (got.desc.shape != want.desc.shape || got.desc.dtype != want.desc.dtype)
     return ::testing::AssertionFailure() << "shape/dtype differ: " << to_string(got.desc.dtype)
                                          << " vs " << to_string(want.desc.dtype);
-  const int64_t diff = tools::count_bit_differences(got, want);
+  const int64_t diff = problem_model::count_bit_differences(got, want);
   if (diff == 0) return ::testing::AssertionSuccess();
   auto failure = ::testing::AssertionFailure();
   failure << diff << " of " << got.numel() << " elements differ; first:";

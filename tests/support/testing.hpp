@@ -3,13 +3,13 @@
 // copying tensors into other layouts, and bitwise assertions with useful diagnostics.
 //
 // Conventions: outputs are allocated poisoned (every storage byte 0xA5, see
-// tools::make_tensor), so an element a kernel forgot to write shows up as a bit
+// problem_model::make_tensor), so an element a kernel forgot to write shows up as a bit
 // difference, and a byte written outside a view shows up in bytes_written_outside_view().
 #pragma once
 
 #include <gtest/gtest.h>
 #include <moeperm/moeperm.hpp>
-#include <problem.hpp>
+#include "problem_model.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -18,10 +18,10 @@
 
 namespace moeperm::testing {
 
-using tools::HostTensor;
-using tools::Layout;
-using tools::Problem;
-using tools::ProblemSpec;
+using problem_model::HostTensor;
+using problem_model::Layout;
+using problem_model::Problem;
+using problem_model::ProblemSpec;
 
 inline constexpr std::byte kPoison{0xA5};
 

@@ -1,12 +1,12 @@
-#include "problem.hpp"
+#include "problem_model.hpp"
 
 #include <algorithm>
 #include <cstring>
 #include <numeric>
 
-#include "backend/elements.hpp"
+#include "backend/fp_conversion.hpp"
 
-namespace moeperm::tools {
+namespace moeperm::problem_model {
 
 using detail::bf16_to_f32;
 using detail::f16_to_f32;
@@ -201,27 +201,51 @@ HostTensor make_routing_map(int64_t T, int64_t E, int64_t experts_per_token, DTy
   return m;
 }
 
+PermuteDesc ProblemSpec::forward_inputs() const {
+  PermuteDesc d;
+  d.tokens = TensorDesc::contiguous(dtype, {T, H});
+  d.routing_map = TensorDesc::contiguous(map_dtype, {T, E});
+  if (with_probs) d.probs = TensorDesc::contiguous(probs_dtype, {T, E});
+  d.num_out_tokens = num_out_tokens();
+  d.drop_and_pad = drop_and_pad;
+  return d;
+}
+
+int64_t ProblemSpec::rows() const {
+  return infer_outputs(forward_inputs()).permuted_tokens.shape.at(0);
+}
+
+namespace {
+
+// A tensor of the shape and dtype `desc` gives, contiguous, poisoned.
+HostTensor make_like(const TensorDesc &desc) { return make_tensor(desc.dtype, desc.shape); }
+
+}  // namespace
+
+// Only the forward's outputs are derived (R); the backward needs no derivation of its own:
+// its inputs G, P, S are the forward's outputs and its outputs are the gradients of the
+// forward's inputs, shaped like them. (A spec may be valid for the forward only, e.g. E = 0.)
 Problem make_problem(const ProblemSpec &s) {
+  const PermuteDesc forward = infer_outputs(s.forward_inputs());
   std::mt19937_64 rng(s.seed);
   Problem p;
   p.spec = s;
-  const int64_t R = s.rows();
-  p.tokens = make_tensor(s.dtype, {s.T, s.H});
+  p.tokens = make_like(forward.tokens);
   fill_random(p.tokens, rng);
   p.routing_map = make_routing_map(s.T, s.E, s.K, s.map_dtype, rng, s.ragged && !s.drop_and_pad);
   if (s.with_probs) {
-    p.probs = make_tensor(s.probs_dtype, {s.T, s.E});
+    p.probs = make_like(*forward.probs);
     fill_random(p.probs, rng);
-    p.permuted_probs = make_tensor(s.probs_dtype, {R});
-    p.probs_grad = make_tensor(s.probs_dtype, {R});
+    p.permuted_probs = make_like(*forward.permuted_probs);
+    p.probs_grad = make_like(*forward.permuted_probs);
     fill_random(p.probs_grad, rng);
-    p.dense_probs_grad = make_tensor(s.probs_dtype, {s.T, s.E});
+    p.dense_probs_grad = make_like(*forward.probs);
   }
-  p.permuted_tokens = make_tensor(s.dtype, {R, s.H});
-  p.sorted_indices = make_tensor(DType::i32, {R});
-  p.grad = make_tensor(s.dtype, {R, s.H});
+  p.permuted_tokens = make_like(forward.permuted_tokens);
+  p.sorted_indices = make_like(forward.sorted_indices);
+  p.grad = make_like(forward.permuted_tokens);
   fill_random(p.grad, rng);
-  p.tokens_grad = make_tensor(s.dtype, {s.T, s.H});
+  p.tokens_grad = make_like(forward.tokens);
   return p;
 }
 
@@ -302,4 +326,4 @@ int64_t count_bit_differences(const HostTensor &a, const HostTensor &b) {
   return diff;
 }
 
-}  // namespace moeperm::tools
+}  // namespace moeperm::problem_model

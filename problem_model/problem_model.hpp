@@ -1,6 +1,8 @@
-// Realistic random problems for the moeperm command, the benchmarks and the tests:
-// owning host tensors with any strides and storage offset, random routing maps with K
-// distinct experts per token, and the forward/backward descriptors that tie them together.
+// The random-problem model (library moeperm_problem_model, internal, not installed): realistic
+// random problems for the moeperm command, the benchmarks and the tests. Owning host tensors
+// with any strides and storage offset, random routing maps with K distinct experts per token,
+// and the forward/backward descriptors that tie them together. Output shapes are the ones the
+// library derives (moeperm::infer_outputs), never re-derived here.
 #pragma once
 
 #include <moeperm/moeperm.hpp>
@@ -11,7 +13,7 @@
 #include <random>
 #include <vector>
 
-namespace moeperm::tools {
+namespace moeperm::problem_model {
 
 // A host tensor that owns its storage. The view is desc; storage covers every element the
 // view reaches (desc.storage_elements is set).
@@ -28,16 +30,16 @@ struct HostTensor {
 
   // Element access through the view, as fp32/int64 (bf16 and fp16 converted).
   double get(int64_t i, int64_t j = 0) const;
-  void set(int64_t i, int64_t j, double v);       // rounds to nearest even for bf16/fp16
+  void set(int64_t i, int64_t j, double v);  // rounds to nearest even for bf16/fp16
   void set(int64_t i, double v) { set(i, 0, v); }
 };
 
 // Layout of a tensor made by make_tensor: contiguous, or strided with padding between
 // rows and elements (col_step > 1), optionally transposed storage, plus a storage offset.
 struct Layout {
-  int64_t row_pad = 0;   // extra elements after each row (2-D) or between elements (1-D)
-  int64_t col_step = 1;  // distance between consecutive elements of a row
-  int64_t offset = 0;    // storage offset in elements
+  int64_t row_pad = 0;        // extra elements after each row (2-D) or between elements (1-D)
+  int64_t col_step = 1;       // distance between consecutive elements of a row
+  int64_t offset = 0;         // storage offset in elements
   bool column_major = false;  // 2-D: store columns contiguously (strides [1, rows])
   static Layout contiguous() { return {}; }
 };
@@ -66,16 +68,21 @@ struct ProblemSpec {
   bool ragged = false;  // drop-less: tokens with fewer than K experts (-1 sentinels)
   uint64_t seed = 42;
 
-  int64_t rows() const { return drop_and_pad ? E * capacity : T * K; }
-  int64_t num_out_tokens() const { return rows(); }
+  // The numOutTokens attribute the spec passes: T*K drop-less, E*C drop-and-pad.
+  int64_t num_out_tokens() const { return drop_and_pad ? E * capacity : T * K; }
+  // R, the rows of the permuted outputs, as the library derives it from the inputs and
+  // attributes (infer_outputs); throws moeperm::Error where they are invalid.
+  int64_t rows() const;
+  // The forward's input descriptors and attributes (contiguous; outputs left empty).
+  PermuteDesc forward_inputs() const;
 };
 
 struct Problem {
   ProblemSpec spec;
-  HostTensor tokens, routing_map, probs;                  // forward inputs
+  HostTensor tokens, routing_map, probs;                       // forward inputs
   HostTensor permuted_tokens, permuted_probs, sorted_indices;  // forward outputs
-  HostTensor grad, probs_grad;                            // backward inputs (G, P)
-  HostTensor tokens_grad, dense_probs_grad;               // backward outputs
+  HostTensor grad, probs_grad;                                 // backward inputs (G, P)
+  HostTensor tokens_grad, dense_probs_grad;                    // backward outputs
 
   PermuteDesc permute_desc() const;
   PermuteData permute_data();
@@ -84,7 +91,9 @@ struct Problem {
   PermuteGradData grad_data();
 };
 
-// Allocates every tensor contiguously and fills the inputs at random (outputs poisoned).
+// Allocates every tensor contiguously and fills the inputs at random (outputs poisoned). The
+// forward's outputs, and the backward's inputs shaped like them, take the shapes
+// infer_outputs gives; throws moeperm::Error where the forward's inputs are invalid.
 Problem make_problem(const ProblemSpec &spec);
 
 // Bytes one call must move at least (reads + writes), the figure GB/s is computed from.
@@ -94,4 +103,9 @@ int64_t permute_grad_bytes(const ProblemSpec &spec);
 // Number of elements whose bytes differ between two views of the same shape and dtype.
 int64_t count_bit_differences(const HostTensor &a, const HostTensor &b);
 
-}  // namespace moeperm::tools
+}  // namespace moeperm::problem_model
+
+namespace moeperm {
+// The model's former name, while test files still spell it tools:: (drop when none does).
+namespace tools = problem_model;
+}  // namespace moeperm
