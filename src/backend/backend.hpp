@@ -19,12 +19,19 @@ struct DeviceErrorSink {
   void *context = nullptr;
 };
 
+// Whether a backend takes a plan, and if not why (oneDNN's `unimplemented`, with its reason):
+// the registry never calls a backend that has not said `yes` (Note [Backend selection]).
+enum class Support : uint8_t {
+  yes,
+  no_kernel,      // no kernel for the operator and mode: a pinned request is an error
+  empty_problem,  // R = 0 or H = 0, left to the reference (Note [Empty problems])
+};
+
 struct BackendOps {
   const char *name;
   Backend kind;  // the public name of this backend (PlanOptions::backend)
-  // Whether it can take the plan: it has a kernel for the operator and mode, and the
-  // problem suits it (the CPU backend leaves empty problems to the reference).
-  bool (*supports)(const Plan &plan);
+  // Whether it takes the plan (see Support). Pure: looks at the plan only.
+  Support (*supports)(const Plan &plan);
   // Adds the backend's workspace slots to plan.workspace (plan.ws_slot records their ids).
   // Fails only where sizing needs a resource that is missing (the CUDA backend: a GPU).
   Status (*prepare)(Plan &plan);

@@ -19,15 +19,7 @@ const DeviceOps *cuda_device();             // src/cuda; null when built without
 
 namespace {
 
-struct Entry {
-  const BackendOps *ops;    // null: not built in
-  const DeviceOps *memory;  // the device of its pointers and streams; null: not built in
-  const char *name;
-  Backend kind;
-  bool device;          // a device backend (else a host backend, on kHostDevice)
-  const char *title;    // in messages
-  const char *missing;  // why it can be missing, for the error when it is requested
-};
+using Entry = RegistryEntry;
 
 const std::array<Entry, 3> &registry() {
   static const std::array<Entry, 3> list{{
@@ -65,10 +57,16 @@ Status backend_from_environment(const Plan &plan, Backend *requested) {
                       cat("MOEPERM_BACKEND must be ", names, " or auto, got '", v, "'"));
 }
 
-Status use(Plan &plan, const BackendOps *ops) {
-  plan.backend = ops;
+Status use(Plan &plan, const Entry &e) {
+  plan.backend = e.ops;
   plan.workspace = WorkspaceLayout{};
-  return ops->prepare(plan);
+  plan.ws_slot = no_slots();
+  MOEPERM_TRY(e.ops->prepare(plan));
+  if (const char *slot = plan.workspace.overflowed())
+    return internal_error(
+        plan.api(), cat("the ", e.title, " backend lays out more than ", WorkspaceLayout::kMaxSlots,
+                        " workspace slots (no room for '", slot, "')"));
+  return Status::success();
 }
 
 }  // namespace
@@ -113,26 +111,43 @@ Status plan_call(const OperandSet &set, Backend requested, Plan *plan) {
 
 Status select_backend(Plan &plan, Backend requested) {
   if (requested == Backend::automatic) MOEPERM_TRY(backend_from_environment(plan, &requested));
+  return select_backend_in(registry(), plan, requested);
+}
+
+// Note [Backend selection].
+Status select_backend_in(std::span<const RegistryEntry> list, Plan &plan, Backend requested) {
   // A device backend is chosen only by name: its pointers are device memory, which a plan
-  // (built from descriptors alone) cannot tell apart from host memory.
-  if (const Entry *e = entry_of(requested); e && e->device) {
-    if (!e->ops)
-      return inconsistent(plan.api(), cat("the ", e->title,
+  // (built from descriptors alone) cannot tell apart from host memory. It takes every
+  // problem it has a kernel for, empty ones included.
+  for (const Entry &e : list) {
+    if (!e.device || e.kind != requested) continue;
+    if (!e.ops)
+      return inconsistent(plan.api(), cat("the ", e.title,
                                           " backend was requested, but this moeperm was built "
                                           "without it (",
-                                          e->missing, ")"));
-    return use(plan, e->ops);
+                                          e.missing, ")"));
+    if (e.ops->supports(plan) != Support::yes) return not_implemented(plan, e.title);
+    return use(plan, e);
   }
-  const BackendOps *fallback = nullptr;
-  for (const Entry &e : registry()) {
-    if (e.device || !e.ops) continue;
-    fallback = e.ops;  // the last host backend: the reference
-    if ((requested == Backend::automatic || requested == e.kind) && e.ops->supports(plan))
-      return use(plan, e.ops);
+  const Entry *reference = nullptr;  // the last host backend
+  for (const Entry &e : list)
+    if (!e.device && e.ops) reference = &e;
+  for (const Entry &e : list) {
+    if (e.device || !e.ops || (requested != Backend::automatic && requested != e.kind)) continue;
+    switch (e.ops->supports(plan)) {
+      case Support::yes: return use(plan, e);
+      case Support::no_kernel:
+        if (requested != Backend::automatic) return not_implemented(plan, e.title);
+        break;
+      case Support::empty_problem:  // the one deferral (Note [Empty problems])
+        if (requested != Backend::automatic && reference &&
+            reference->ops->supports(plan) == Support::yes)
+          return use(plan, *reference);
+        break;
+    }
   }
-  // A pinned backend that cannot take this plan (an empty problem) defers to the reference,
-  // which supports everything: results are defined by SPEC, not by the backend.
-  return use(plan, fallback);
+  // Automatic selection found no host backend with a kernel: the reference lacks one too.
+  return not_implemented(plan, reference ? reference->title : "reference");
 }
 
 Status check_buffers(const Plan &plan, const Buffers &b) {

@@ -22,8 +22,24 @@ inline const BackendOps &backend_ops(const Plan &plan) { return *plan.backend; }
 Status plan_call(const OperandSet &set, Backend requested, Plan *plan);
 
 // Picks the backend (the requested one, MOEPERM_BACKEND when `automatic`, else the first
-// host backend that supports the plan) and lets it lay out its workspace.
+// host backend that takes the plan) and lets it lay out its workspace
+// (Note [Backend selection]).
 Status select_backend(Plan &plan, Backend requested);
+
+// One line of the ordered registry (registry.cpp lists them).
+struct RegistryEntry {
+  const BackendOps *ops;    // null: not built in
+  const DeviceOps *memory;  // the device of its pointers and streams; null: not built in
+  const char *name;
+  Backend kind;
+  bool device;          // a device backend (else a host backend, on kHostDevice)
+  const char *title;    // in messages
+  const char *missing;  // why it can be missing, for the error when it is requested
+};
+// select_backend over a given list (the registry's, or a test's): `requested` is already
+// resolved from the environment. A backend that does not answer Support::yes is never
+// prepared or run; a pinned one without a kernel is an error (not_implemented).
+Status select_backend_in(std::span<const RegistryEntry> list, Plan &plan, Backend requested);
 
 // The registry as the public API shows it (moeperm::backends()).
 std::vector<BackendInfo> registered_backends();

@@ -72,6 +72,12 @@ Status too_many_routed_pairs(const Plan &p, int64_t pairs) {
                    p.R, " rows of permutedProbsOutputGradOptional; nothing was written"));
 }
 
+Status not_implemented(const Plan &p, std::string_view backend_title) {
+  return inconsistent(
+      p.api(), cat(op_desc(p.op).short_name, " (dropAndPad=", p.drop_and_pad ? "true" : "false",
+                   ") is not implemented on the ", backend_title, " backend"));
+}
+
 Status topk_limit(std::string_view api, int64_t k, int64_t limit) {
   return fail(Code::inner_nullptr, cat(api, ": topK = ", k, " exceeds the supported maximum of ",
                                        limit, " for dropAndPad=false (CANN's tiling limit)"));

@@ -43,6 +43,10 @@ Status bad_sorted_index(const Plan &plan, int64_t position, int64_t value);
 Status too_many_experts_in_row(const Plan &plan, int64_t row, int64_t experts);
 //   a routing map selecting more (token, expert) pairs than P has rows (grad, drop-less).
 Status too_many_routed_pairs(const Plan &plan, int64_t pairs);
+// 161002: the requested backend has no kernel for the plan's operator and mode
+// (Note [Backend selection]): "<api>: permute_grad (dropAndPad=true) is not implemented on
+// the <title> backend".
+Status not_implemented(const Plan &plan, std::string_view backend_title);
 // 561103: the documented CANN limit on topK (SPEC §5.5).
 Status topk_limit(std::string_view api, int64_t k, int64_t limit);
 // 361001: host memory ran out (std::bad_alloc) inside an entry point; nothing was kept.

@@ -87,8 +87,7 @@ struct Plan {
   // The backend allocates `workspace` itself and the caller provides none (SPEC §5: empty
   // problems have a workspace of 0; the CUDA backend still needs its status word there).
   bool internal_workspace = false;
-  int ws_slot[WorkspaceLayout::kMaxSlots] = {-1, -1, -1, -1,
-                                             -1, -1, -1, -1};  // backend-defined meaning
+  SlotIds ws_slot = no_slots();  // indexed by the backend's slot enum
 
   const char *api() const;  // the operator's CANN API name (its description)
 };

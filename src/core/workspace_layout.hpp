@@ -12,10 +12,19 @@ namespace moeperm::detail {
 class WorkspaceLayout {
  public:
   static constexpr uint64_t kAlignment = 256;
-  static constexpr int kMaxSlots = 8;
+  // Slots one plan can hold. The CUDA backend's permute Grad uses 8 today; the unpermute
+  // pair's backends need up to 8 more. A backend's slot enum static_asserts against it.
+  static constexpr int kMaxSlots = 16;
+  static constexpr int kNoSlot = -1;
 
-  // Reserves `bytes` (may be 0) and returns the slot id to pass to at().
+  // Reserves `bytes` (may be 0) and returns the slot id to pass to at(). Past kMaxSlots it
+  // reserves nothing, returns kNoSlot and remembers the first name that had no room: the
+  // backend layer turns that into an error before the plan can run (overflowed()).
   int add(const char *name, uint64_t bytes) {
+    if (count_ == kMaxSlots) {
+      if (!overflow_) overflow_ = name;
+      return kNoSlot;
+    }
     const int id = count_++;
     slots_[static_cast<size_t>(id)] = Slot{name, total_, bytes};
     total_ += (bytes + kAlignment - 1) / kAlignment * kAlignment;
@@ -23,6 +32,8 @@ class WorkspaceLayout {
   }
   uint64_t total() const { return total_; }
   int count() const { return count_; }
+  // The first slot that did not fit (null when every slot fit).
+  const char *overflowed() const { return overflow_; }
   const char *name(int id) const { return slots_[static_cast<size_t>(id)].name; }
   uint64_t bytes(int id) const { return slots_[static_cast<size_t>(id)].bytes; }
 
@@ -45,6 +56,15 @@ class WorkspaceLayout {
   std::array<Slot, kMaxSlots> slots_{};
   int count_ = 0;
   uint64_t total_ = 0;
+  const char *overflow_ = nullptr;
 };
+
+// A backend's slot ids by its own slot enum (Plan::ws_slot); kNoSlot where it laid out none.
+using SlotIds = std::array<int, WorkspaceLayout::kMaxSlots>;
+inline constexpr SlotIds no_slots() {
+  SlotIds ids{};
+  ids.fill(WorkspaceLayout::kNoSlot);
+  return ids;
+}
 
 }  // namespace moeperm::detail

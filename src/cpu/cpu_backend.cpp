@@ -1,6 +1,6 @@
 // The production CPU backend: multi-threaded (OpenMP), workspace-driven, no allocation on
 // the run path. Empty problems (R = 0 or H = 0) go to the reference, which needs no
-// workspace (SPEC §5: empty inputs succeed with a workspace of 0).
+// workspace (SPEC §5: empty inputs succeed with a workspace of 0; Note [Empty problems]).
 #include "backend/backend.hpp"
 #include "backend/kernel_table.hpp"
 #include "cpu/isa.hpp"
@@ -49,8 +49,13 @@ constexpr KernelTable<CpuKernel> kKernels{
     {Op::permute_grad,
      {prepare_permute_grad, cpu::permute_grad_dropless, cpu::permute_grad_drop_and_pad}},
 };
+static_assert(kKernels.lists_every_op(), "the CPU backend needs a line for every Op");
 
-bool cpu_supports(const Plan &p) { return kKernels.find(p) != nullptr && p.R > 0 && p.H > 0; }
+// R = 0 or H = 0 goes to the reference, which needs no workspace (Note [Empty problems]).
+Support cpu_supports(const Plan &p) {
+  if (kKernels.supports(p) != Support::yes) return Support::no_kernel;
+  return p.R > 0 && p.H > 0 ? Support::yes : Support::empty_problem;
+}
 
 Status cpu_prepare(Plan &p) {
   const cpu::Isa isa = cpu::selected_isa();

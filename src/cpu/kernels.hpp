@@ -23,6 +23,8 @@ inline int64_t token_blocks(int64_t T) { return (T + kTokenBlock - 1) / kTokenBl
 inline constexpr int kSlotBlockRanks = 0;  // int64 [blocks, E]: expert-major rank bases
 inline constexpr int kSlotCsrOffsets = 0;  // int64 [T + 1]: drop-and-pad slots per token
 inline constexpr int kSlotCsrSlots = 1;    // int64 [R]: slot ids j grouped by token, ascending
+inline constexpr int kSlotCount = 2;
+static_assert(kSlotCount <= WorkspaceLayout::kMaxSlots, "the CPU backend's slots must fit");
 
 // The expert-major rank bases of SPEC §2's list f: on return ranks[b*E + e] is the position
 // in f of the first (t, e) pair with t in token block b. *nnz receives the length of f.

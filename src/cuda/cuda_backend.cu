@@ -33,7 +33,10 @@ enum Slot : int {
   kSlotSortValues,
   kSlotTokenRuns,
   kSlotSortTemp,
+  kSlotCount,
 };
+static_assert(kSlotCount <= detail::WorkspaceLayout::kMaxSlots,
+              "the CUDA backend's slots must fit in Plan::ws_slot");
 
 void add_ranks(detail::Plan &p) {
   auto &w = p.workspace;
@@ -68,6 +71,7 @@ constexpr detail::KernelTable<CudaKernel> kKernels{
     {detail::Op::permute, {prepare_permute, permute, permute}},
     {detail::Op::permute_grad, {prepare_permute_grad, permute_grad, permute_grad}},
 };
+static_assert(kKernels.lists_every_op(), "the CUDA backend needs a line for every Op");
 
 // Pinned host copies of status words, recycled: one per run in flight.
 class StatusPool {
@@ -254,7 +258,7 @@ namespace moeperm::detail {
 const BackendOps kCudaBackend{
     .name = "cuda",
     .kind = Backend::cuda,
-    .supports = [](const Plan &p) { return cuda::kKernels.find(p) != nullptr; },
+    .supports = [](const Plan &p) { return cuda::kKernels.supports(p); },
     .prepare = cuda::cuda_prepare,
     .run = cuda::cuda_run,
     .run_on_stream = cuda::cuda_run_with_scratch,

@@ -1,5 +1,6 @@
 #include "testing.hpp"
 
+#include "core/plan.hpp"
 #include "device_memory.hpp"
 #include "operators.hpp"
 
@@ -27,6 +28,7 @@ template <class Op>
 void run_op(Problem &p, Backend backend, const typename Op::Desc &desc,
             const typename Op::Data &data) {
   const Plan plan = Op::plan(desc, PlanOptions{backend});
+  expect_planned_on(plan, backend);
   if (!backend_info(backend).device) {
     std::vector<std::byte> ws(static_cast<size_t>(plan.workspace_bytes()));
     run(plan, data, ws);
@@ -45,6 +47,16 @@ void run_op(Problem &p, Backend backend, const typename Op::Desc &desc,
 }
 
 }  // namespace
+
+void expect_planned_on(const Plan &plan, Backend backend) {
+  if (backend == Backend::automatic) return;
+  const BackendInfo b = backend_info(backend);
+  // A pinned host backend hands R = 0 or H = 0 to the reference (Note [Empty problems]).
+  const bool empty = plan.impl().R == 0 || plan.impl().H == 0;
+  const char *expected = (empty && !b.device) ? "reference" : b.name;
+  EXPECT_STREQ(plan.backend_name(), expected)
+      << "the plan must run on the backend under test (" << b.name << ")";
+}
 
 BackendInfo backend_info(Backend backend) {
   for (const BackendInfo &b : backends())

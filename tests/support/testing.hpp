@@ -28,6 +28,10 @@ inline constexpr std::byte kPoison{0xA5};
 // The registry entry of `backend` (moeperm::backends()); `automatic` is a host backend.
 BackendInfo backend_info(Backend backend);
 
+// Expects (gtest) that `plan` runs on `backend`, the backend under test, and not on another
+// that stood in for it (Note [Backend selection]); the one exception is Note [Empty problems].
+void expect_planned_on(const Plan &plan, Backend backend);
+
 // Plans and runs the forward of `p` on `backend`; the workspace is a fresh buffer of exactly
 // plan.workspace_bytes() bytes. Throws moeperm::Error like run() does. On a device backend
 // the problem goes to device memory and back (device_memory.hpp), also when the run throws.
