@@ -146,6 +146,7 @@ def _resolve_num_out_tokens(api, tokens, routing_map, num_out_tokens, drop_and_p
 
 
 def _wants_autograd(*tensors):
+    """Whether a call on these tensors must be recorded by autograd (moeperm.torch)."""
     for t in tensors:
         torch = _torch_module(t)
         if torch is not None and t.requires_grad and torch.is_grad_enabled():
@@ -153,27 +154,51 @@ def _wants_autograd(*tensors):
     return False
 
 
-def permute_with_routing_map(tokens, routing_map, probs=None, num_out_tokens=None,
-                             drop_and_pad=False):
-    """aclnnMoeTokenPermuteWithRoutingMap (SPEC §2).
+def _dtype_name(dtype):
+    """moeperm's name of a PyTorch or NumPy dtype ("float32", "bfloat16", "bool", ...)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(dtype, torch.dtype):
+        return str(dtype).split(".")[-1]
+    import numpy as np
+    return np.dtype(dtype).name
 
-    tokens [T, H] (bfloat16, float16 or float32), routing_map [T, E] (bool or int8), probs
-    [T, E] (the dtype of tokens, or float32 with bfloat16 tokens) or None. num_out_tokens is
-    T*K drop-less (K = topK; None: the most experts any token selects) or E*C with
-    drop_and_pad (C = capacity; required).
 
-    Returns (permuted_tokens [R, H], permuted_probs [R] or None, sorted_indices [R] int32)
-    in the framework and on the device of `tokens`. PyTorch tensors that require grad are
-    differentiated through moeperm.torch.
-    """
-    if _wants_autograd(tokens, probs):
-        from . import torch as moeperm_torch
-        return moeperm_torch.permute_with_routing_map(tokens, routing_map, probs,
-                                                      num_out_tokens, drop_and_pad)
-    return _permute(tokens, routing_map, probs, num_out_tokens, drop_and_pad)
+def _spec(x):
+    """A tensor as infer_outputs sees it, (dtype name, shape): no data is read, so fake and
+    meta tensors do."""
+    return None if x is None else (_dtype_name(x.dtype), [int(d) for d in x.shape])
+
+
+def _as_dict(outputs):
+    return {name: (tuple(shape), dtype) for name, shape, dtype in outputs}
+
+
+def infer_permute_outputs(tokens, routing_map, probs=None, num_out_tokens=None,
+                          drop_and_pad=False):
+    """The outputs permute_with_routing_map would return for these inputs, from the
+    operator's own rules (moeperm::infer_outputs): {name: (shape, dtype name)} for
+    "permuted_tokens", "permuted_probs" (with probs) and "sorted_indices". Reads shapes and
+    dtypes only, except that num_out_tokens=None reads the routing map (as the operator
+    call does). Invalid inputs raise the error the operator would raise."""
+    api = "permute_with_routing_map"
+    n = _resolve_num_out_tokens(api, tokens, routing_map, num_out_tokens, bool(drop_and_pad))
+    return _as_dict(_moeperm.infer_permute(_spec(tokens), _spec(routing_map), _spec(probs), n,
+                                           bool(drop_and_pad)))
+
+
+def infer_permute_grad_outputs(permuted_tokens_grad, permuted_probs_grad, sorted_indices,
+                               routing_map, num_experts, num_tokens, drop_and_pad=False,
+                               probs_grad_dtype=None):
+    """The outputs permute_with_routing_map_grad would return, as infer_permute_outputs:
+    "tokens_grad" and, with permuted_probs_grad or probs_grad_dtype, "probs_grad"."""
+    dtype = None if probs_grad_dtype is None else _dtype_name(probs_grad_dtype)
+    return _as_dict(_moeperm.infer_permute_grad(
+        _spec(permuted_tokens_grad), _spec(permuted_probs_grad), _spec(sorted_indices),
+        _spec(routing_map), int(num_experts), int(num_tokens), bool(drop_and_pad), dtype))
 
 
 def _permute(tokens, routing_map, probs, num_out_tokens, drop_and_pad):
+    """The forward without autograd: (permuted_tokens, permuted_probs or None, sorted_indices)."""
     api = "permute_with_routing_map"
     call = _Call(api, "tokens", tokens)
     x = call.add(0, "tokens", tokens)
@@ -188,15 +213,17 @@ def _permute(tokens, routing_map, probs, num_out_tokens, drop_and_pad):
 
 
 def permute_with_routing_map_grad(permuted_tokens_grad, permuted_probs_grad, sorted_indices,
-                                  routing_map, num_experts, num_tokens, drop_and_pad=False):
+                                  routing_map, num_experts, num_tokens, drop_and_pad=False,
+                                  probs_grad_dtype=None):
     """aclnnMoeTokenPermuteWithRoutingMapGrad (SPEC §3).
 
     permuted_tokens_grad G [R, H], permuted_probs_grad P [R] or None, sorted_indices S [R]
     int32 as the forward returned it, routing_map M [T, E] (required with P), num_experts E,
-    num_tokens T.
+    num_tokens T. probs_grad_dtype (a dtype, used only without P): also return probs_grad
+    [T, E] of that dtype, which the operator fills with zeros (SPEC §3).
 
     Returns (tokens_grad [T, H] in the dtype of G, probs_grad [T, E] in the dtype of P, or
-    None without P) in the framework and on the device of `permuted_tokens_grad`.
+    None) in the framework and on the device of `permuted_tokens_grad`.
     """
     api = "permute_with_routing_map_grad"
     call = _Call(api, "permuted_tokens_grad", permuted_tokens_grad)
@@ -204,8 +231,16 @@ def permute_with_routing_map_grad(permuted_tokens_grad, permuted_probs_grad, sor
     p = call.add(1, "permuted_probs_grad", permuted_probs_grad)
     s = call.add(2, "sorted_indices", sorted_indices)
     m = call.add(3, "routing_map", routing_map)
+    dtype = None
+    if p is None and probs_grad_dtype is not None:
+        dtype = _dtype_name(probs_grad_dtype)
+        call.dtypes["probs_grad_dtype"] = (getattr(call.torch, dtype) if call.torch is not None
+                                           else probs_grad_dtype)
+    sources = dict(_GRAD_OUTPUTS)
+    if dtype is not None:
+        sources["probs_grad"] = "probs_grad_dtype"
     with call.device_guard():
         _moeperm.permute_grad(g, p, s, m, int(num_experts), int(num_tokens), bool(drop_and_pad),
-                              call.alloc_for(_GRAD_OUTPUTS), call.bf16_views, call.stream())
+                              call.alloc_for(sources), dtype, call.bf16_views, call.stream())
     out = call.outputs
     return out["tokens_grad"], out.get("probs_grad")

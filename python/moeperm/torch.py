@@ -26,12 +26,18 @@ __all__ = ["permute_with_routing_map", "permute_with_routing_map_grad",
            "moe_permute_with_probs", "PermuteWithRoutingMap", "custom_ops_registered"]
 
 
-def _rows(num_tokens, num_experts, num_out_tokens, drop_and_pad):
-    """R, as the operator derives it (SPEC §2); for the fake (meta) implementations."""
-    n = max(num_out_tokens, 0)
-    if drop_and_pad:
-        return num_experts * (n // num_experts) if num_experts > 0 else 0
-    return num_tokens * (n // num_tokens) if num_tokens > 0 else 0
+def _empty_like_outputs(outputs, like, names):
+    """Empty tensors of the shapes and dtypes infer_outputs gave, on `like`'s device, in the
+    order of `names` (a name the call has no output for: an empty 1-D tensor of like's
+    dtype, the custom operators' stand-in for None)."""
+    result = []
+    for name in names:
+        if name in outputs:
+            shape, dtype = outputs[name]
+            result.append(like.new_empty(shape, dtype=getattr(torch, dtype)))
+        else:
+            result.append(like.new_empty(0))
+    return tuple(result)
 
 
 def _save(ctx, tokens, routing_map, probs, sorted_indices, drop_and_pad):
@@ -48,7 +54,8 @@ def _save(ctx, tokens, routing_map, probs, sorted_indices, drop_and_pad):
 def _backward(ctx, grad_tokens, grad_probs, grad_op):
     """(grad of tokens, grad of probs) through moeperm's Grad operator.
 
-    grad_op(G, P, S, M, E, T, drop_and_pad) -> (tokens_grad, probs_grad or None).
+    grad_op(G, P, S, M, E, T, drop_and_pad, probs_grad_dtype) -> (tokens_grad, probs_grad or
+    None).
     """
     sorted_indices, routing_map = ctx.saved_tensors
     need_tokens, need_probs = ctx.needs_input_grad[0], ctx.has_probs and ctx.needs_input_grad[2]
@@ -60,12 +67,12 @@ def _backward(ctx, grad_tokens, grad_probs, grad_op):
         grad_tokens = torch.zeros((), dtype=ctx.tokens_dtype, device=sorted_indices.device)
         grad_tokens = grad_tokens.expand(sorted_indices.shape[0], ctx.hidden)
     p = grad_probs if need_probs else None
+    # Without P (permuted_probs did not reach the loss) probs' gradient is zero: the operator
+    # fills its probs-grad output with zeros when given one without P (SPEC §3).
+    probs_grad_dtype = ctx.probs_dtype if need_probs and p is None else None
     tokens_grad, probs_grad = grad_op(grad_tokens, p, sorted_indices, routing_map,
-                                      ctx.num_experts, ctx.num_tokens, ctx.drop_and_pad)
-    if need_probs and p is None:
-        # permuted_probs did not reach the loss: its gradient, and so probs', is zero.
-        probs_grad = torch.zeros((ctx.num_tokens, ctx.num_experts), dtype=ctx.probs_dtype,
-                                 device=sorted_indices.device)
+                                      ctx.num_experts, ctx.num_tokens, ctx.drop_and_pad,
+                                      probs_grad_dtype)
     return (tokens_grad if need_tokens else None), (probs_grad if need_probs else None)
 
 
@@ -112,34 +119,37 @@ if _CUSTOM_OPS:
 
     @_permute_op.register_fake
     def _permute_fake(tokens, routing_map, probs, num_out_tokens, drop_and_pad):
-        rows = _rows(tokens.shape[0], routing_map.shape[1], num_out_tokens, drop_and_pad)
-        return (tokens.new_empty((rows, tokens.shape[1])),
-                probs.new_empty((rows,)) if probs is not None else tokens.new_empty(0),
-                tokens.new_empty((rows,), dtype=torch.int32))
+        outputs = _api.infer_permute_outputs(tokens, routing_map, probs, num_out_tokens,
+                                             drop_and_pad)
+        return _empty_like_outputs(outputs, tokens,
+                                   ("permuted_tokens", "permuted_probs", "sorted_indices"))
 
     @torch.library.custom_op("moeperm::permute_with_routing_map_grad", mutates_args=())
     def _grad_op(permuted_tokens_grad: torch.Tensor, permuted_probs_grad: Optional[torch.Tensor],
                  sorted_indices: torch.Tensor, routing_map: Optional[torch.Tensor],
-                 num_experts: int, num_tokens: int,
-                 drop_and_pad: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+                 num_experts: int, num_tokens: int, drop_and_pad: bool,
+                 probs_grad_dtype: Optional[torch.dtype] = None
+                 ) -> Tuple[torch.Tensor, torch.Tensor]:
         tokens_grad, probs_grad = _api.permute_with_routing_map_grad(
             permuted_tokens_grad, permuted_probs_grad, sorted_indices, routing_map, num_experts,
-            num_tokens, drop_and_pad)
+            num_tokens, drop_and_pad, probs_grad_dtype)
         if probs_grad is None:
             probs_grad = permuted_tokens_grad.new_empty(0)
         return tokens_grad, probs_grad
 
     @_grad_op.register_fake
     def _grad_fake(permuted_tokens_grad, permuted_probs_grad, sorted_indices, routing_map,
-                   num_experts, num_tokens, drop_and_pad):
-        g = permuted_tokens_grad
-        return (g.new_empty((num_tokens, g.shape[1])),
-                permuted_probs_grad.new_empty((num_tokens, num_experts))
-                if permuted_probs_grad is not None else g.new_empty(0))
+                   num_experts, num_tokens, drop_and_pad, probs_grad_dtype=None):
+        outputs = _api.infer_permute_grad_outputs(
+            permuted_tokens_grad, permuted_probs_grad, sorted_indices, routing_map, num_experts,
+            num_tokens, drop_and_pad, probs_grad_dtype)
+        return _empty_like_outputs(outputs, permuted_tokens_grad, ("tokens_grad", "probs_grad"))
 
-    def _grad_via_op(g, p, s, m, num_experts, num_tokens, drop_and_pad):
-        tokens_grad, probs_grad = _grad_op(g, p, s, m, num_experts, num_tokens, drop_and_pad)
-        return tokens_grad, (probs_grad if p is not None else None)
+    def _grad_via_op(g, p, s, m, num_experts, num_tokens, drop_and_pad, probs_grad_dtype=None):
+        tokens_grad, probs_grad = _grad_op(g, p, s, m, num_experts, num_tokens, drop_and_pad,
+                                           probs_grad_dtype)
+        has_probs_grad = p is not None or probs_grad_dtype is not None
+        return tokens_grad, (probs_grad if has_probs_grad else None)
 
     def _setup_context(ctx, inputs, output):
         tokens, routing_map, probs, _num_out_tokens, drop_and_pad = inputs
@@ -181,12 +191,14 @@ def moe_permute_with_probs(inp, probs, routing_map, num_out_tokens=-1, drop_and_
 
 
 def permute_with_routing_map_grad(permuted_tokens_grad, permuted_probs_grad, sorted_indices,
-                                  routing_map, num_experts, num_tokens, drop_and_pad=False):
+                                  routing_map, num_experts, num_tokens, drop_and_pad=False,
+                                  probs_grad_dtype=None):
     """aclnnMoeTokenPermuteWithRoutingMapGrad (SPEC §3) as a traceable operator (not itself
-    differentiable). Returns (tokens_grad, probs_grad or None)."""
+    differentiable). Returns (tokens_grad, probs_grad or None); probs_grad_dtype without
+    permuted_probs_grad asks for a zero probs_grad of that dtype."""
     if not _CUSTOM_OPS:
         return _api.permute_with_routing_map_grad(permuted_tokens_grad, permuted_probs_grad,
                                                   sorted_indices, routing_map, num_experts,
-                                                  num_tokens, drop_and_pad)
+                                                  num_tokens, drop_and_pad, probs_grad_dtype)
     return _grad_via_op(permuted_tokens_grad, permuted_probs_grad, sorted_indices, routing_map,
-                        int(num_experts), int(num_tokens), bool(drop_and_pad))
+                        int(num_experts), int(num_tokens), bool(drop_and_pad), probs_grad_dtype)

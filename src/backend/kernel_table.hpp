@@ -23,7 +23,7 @@ struct OpKernels {
   Run drop_and_pad = nullptr;
 };
 
-// The explicit line of an operator a backend does not implement: {Op::x, kNotImplemented}.
+// The explicit line of an operator a backend does not implement: {Op::<name>, kNotImplemented}.
 inline constexpr struct NotImplemented {
   template <class Run>
   constexpr operator OpKernels<Run>() const {  // NOLINT: converts by design

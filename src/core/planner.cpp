@@ -1,6 +1,7 @@
 // The generic planner: walks an operator's description (core/op_desc.hpp) through the rules
 // of SPEC §5 in order, so that for every operator the first failure wins by construction.
 // Pure: reads descriptors only, never tensor data (Note [Operators as data]).
+#include <iterator>
 #include <optional>
 
 #include "core/checked_math.hpp"
@@ -16,8 +17,10 @@ extern const OpDesc kPermuteOp, kPermuteGradOp;  // core/ops/
 
 namespace {
 
-// Indexed by Op; every Op has a description (checked below).
-const OpDesc *const kOps[kOpCount] = {&kPermuteOp, &kPermuteGradOp};
+// Indexed by Op: one description per Op, in Op order (a unit test checks the order).
+constexpr const OpDesc *kOps[] = {&kPermuteOp, &kPermuteGradOp};
+static_assert(std::size(kOps) == static_cast<size_t>(kOpCount),
+              "every Op needs its description in kOps");
 
 int64_t size_of(const Sizes &z, Sym s) {
   switch (s) {
