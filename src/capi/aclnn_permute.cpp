@@ -8,6 +8,7 @@
 
 using moeperm::capi::data_of;
 using moeperm::capi::desc_of;
+using moeperm::detail::buffers_of;
 using moeperm::detail::PermuteOperands;
 
 extern "C" {
@@ -26,12 +27,9 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSi
                       .permuted_tokens = desc_of(permuteTokensOut),
                       .permuted_probs = desc_of(permuteProbsOutOptional),
                       .sorted_indices = desc_of(sortedIndicesOut)},
-      {.tokens = data_of(tokens),
-       .permuted = data_of(permuteTokensOut),
-       .routing_map = data_of(routingMap),
-       .dense_probs = data_of(probsOptional),
-       .permuted_probs = data_of(permuteProbsOutOptional),
-       .sorted_indices = data_of(sortedIndicesOut)},
+      buffers_of(PermuteOperands::op, {data_of(tokens), data_of(routingMap), data_of(probsOptional),
+                                       data_of(permuteTokensOut), data_of(permuteProbsOutOptional),
+                                       data_of(sortedIndicesOut)}),
       workspaceSize, executor);
 }
 

@@ -8,6 +8,7 @@
 
 using moeperm::capi::data_of;
 using moeperm::capi::desc_of;
+using moeperm::detail::buffers_of;
 using moeperm::detail::PermuteGradOperands;
 
 extern "C" {
@@ -27,14 +28,11 @@ ACL_FUNC_VISIBILITY aclnnStatus aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspa
                           .drop_and_pad = dropAndPad,
                           .tokens_grad = desc_of(tokensGradOut),
                           .dense_probs_grad = desc_of(probsGradOutOptional)},
-      // The Grad's roles (Buffers): its tokens are the tokens' gradient, its permuted rows
-      // the incoming gradient of the permuted tokens, and likewise for the probs.
-      {.tokens = data_of(tokensGradOut),
-       .permuted = data_of(permutedTokenOutputGrad),
-       .routing_map = data_of(routingMapOptional),
-       .dense_probs = data_of(probsGradOutOptional),
-       .permuted_probs = data_of(permutedProbsOutputGradOptional),
-       .sorted_indices = data_of(sortedIndices)},
+      // The data in parameter order; the description puts each at its role.
+      buffers_of(PermuteGradOperands::op,
+                 {data_of(permutedTokenOutputGrad), data_of(permutedProbsOutputGradOptional),
+                  data_of(sortedIndices), data_of(routingMapOptional), data_of(tokensGradOut),
+                  data_of(probsGradOutOptional)}),
       workspaceSize, executor);
 }
 

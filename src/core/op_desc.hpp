@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <span>
 #include <string>
 
@@ -131,6 +132,10 @@ struct OpDesc {
 };
 
 const OpDesc &op_desc(Op op);
+
+// The run's buffers from an operator's data pointers, one per operand in description order
+// (CANN's parameter order; null where not given): each lands at its operand's role.
+Buffers buffers_of(Op op, std::initializer_list<const void *> data);
 
 // Validates a call against its description (SPEC §5, first failure wins) and derives the
 // plan's sizes, dtypes and geometry; backend fields are left to the backend layer.

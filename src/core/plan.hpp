@@ -13,6 +13,8 @@
 
 #include <moeperm/moeperm.hpp>
 
+#include <array>
+#include <cstddef>
 #include <string>
 
 #include "core/workspace_layout.hpp"
@@ -24,8 +26,9 @@ enum class Op : uint8_t { permute, permute_grad };
 inline constexpr int kOpCount = 2;
 inline constexpr int op_index(Op op) { return static_cast<int>(op); }
 
-// The six tensors by role (table above); an operator's description binds each of its
-// operands to one.
+// The tensors by role (table above); an operator's description binds each of its operands
+// to one. The plan's views and the run's buffers are arrays indexed by role, so a new role
+// is one enumerator here (and a named accessor, for kernels that read it by name).
 enum class Role : uint8_t {
   tokens,
   permuted,
@@ -35,6 +38,7 @@ enum class Role : uint8_t {
   sorted_indices,
 };
 inline constexpr int kRoleCount = 6;
+inline constexpr size_t role_index(Role r) { return static_cast<size_t>(r); }
 
 // What happens to the probabilities path.
 enum class ProbsWork : uint8_t {
@@ -72,8 +76,20 @@ struct Plan {
   bool has_routing_map = false;
   ProbsWork probs = ProbsWork::none;
 
-  MatrixGeom tokens, permuted, routing_map, dense_probs;
-  VectorGeom permuted_probs, sorted_indices;
+  // The view of each role's tensor (all zero where the call has none). A 1-D view is kept
+  // as [len, 1] with row_stride = its stride; vector() reads it back as a VectorGeom.
+  std::array<MatrixGeom, kRoleCount> views{};
+  const MatrixGeom &matrix(Role r) const { return views[role_index(r)]; }
+  VectorGeom vector(Role r) const {
+    const MatrixGeom &m = views[role_index(r)];
+    return {m.rows, m.row_stride, m.offset};
+  }
+  const MatrixGeom &tokens() const { return matrix(Role::tokens); }
+  const MatrixGeom &permuted() const { return matrix(Role::permuted); }
+  const MatrixGeom &routing_map() const { return matrix(Role::routing_map); }
+  const MatrixGeom &dense_probs() const { return matrix(Role::dense_probs); }
+  VectorGeom permuted_probs() const { return vector(Role::permuted_probs); }
+  VectorGeom sorted_indices() const { return vector(Role::sorted_indices); }
 
   // Bit i: operand i of the operator's description is given and used (SPEC §3: a probs
   // input without its output is accepted and ignored), so its data pointer is checked.
@@ -97,40 +113,26 @@ inline uint64_t workspace_bytes(const Plan &plan) {
   return plan.internal_workspace ? 0 : plan.workspace.required_with_slack();
 }
 
-// Base pointers of the six role tensors (storage element 0; the geometry's offset applies).
+// Base pointers of the role tensors (storage element 0; the geometry's offset applies),
+// indexed by role; inputs are never written through them. The API layers fill them from an
+// operator's arguments in description order (buffers_of in core/op_desc.hpp).
 struct Buffers {
-  void *tokens = nullptr;
-  void *permuted = nullptr;
-  const void *routing_map = nullptr;
-  void *dense_probs = nullptr;
-  void *permuted_probs = nullptr;
-  void *sorted_indices = nullptr;
+  std::array<void *, kRoleCount> data{};
+  void *operator[](Role r) const { return data[role_index(r)]; }
+  void *tokens() const { return (*this)[Role::tokens]; }
+  void *permuted() const { return (*this)[Role::permuted]; }
+  const void *routing_map() const { return (*this)[Role::routing_map]; }
+  void *dense_probs() const { return (*this)[Role::dense_probs]; }
+  void *permuted_probs() const { return (*this)[Role::permuted_probs]; }
+  void *sorted_indices() const { return (*this)[Role::sorted_indices]; }
 };
 
 // Elements of a role's view (0 when the plan has none).
 inline int64_t role_elements(const Plan &p, Role role) {
-  switch (role) {
-    case Role::tokens: return p.tokens.rows * p.tokens.cols;
-    case Role::permuted: return p.permuted.rows * p.permuted.cols;
-    case Role::routing_map: return p.routing_map.rows * p.routing_map.cols;
-    case Role::dense_probs: return p.dense_probs.rows * p.dense_probs.cols;
-    case Role::permuted_probs: return p.permuted_probs.len;
-    case Role::sorted_indices: return p.sorted_indices.len;
-  }
-  return 0;
+  return p.matrix(role).rows * p.matrix(role).cols;
 }
 
 // The base pointer of a role (read-only view, for checks).
-inline const void *buffer_of(const Buffers &b, Role role) {
-  switch (role) {
-    case Role::tokens: return b.tokens;
-    case Role::permuted: return b.permuted;
-    case Role::routing_map: return b.routing_map;
-    case Role::dense_probs: return b.dense_probs;
-    case Role::permuted_probs: return b.permuted_probs;
-    case Role::sorted_indices: return b.sorted_indices;
-  }
-  return nullptr;
-}
+inline const void *buffer_of(const Buffers &b, Role role) { return b[role]; }
 
 }  // namespace moeperm::detail

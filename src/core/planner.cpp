@@ -166,15 +166,11 @@ class Planner {
   bool inputs_only_;
 };
 
-void set_geometry(Plan &p, Role role, const TensorDesc &d) {
-  switch (role) {
-    case Role::tokens: p.tokens = matrix_geom(d); break;
-    case Role::permuted: p.permuted = matrix_geom(d); break;
-    case Role::routing_map: p.routing_map = matrix_geom(d); break;
-    case Role::dense_probs: p.dense_probs = matrix_geom(d); break;
-    case Role::permuted_probs: p.permuted_probs = vector_geom(d); break;
-    case Role::sorted_indices: p.sorted_indices = vector_geom(d); break;
-  }
+// A role's view: a 1-D tensor as [len, 1] with row_stride = its stride (Plan::vector).
+MatrixGeom view_of(const TensorDesc &d) {
+  if (d.shape.size() == 2) return matrix_geom(d);
+  const VectorGeom v = vector_geom(d);
+  return {.rows = v.len, .cols = 1, .row_stride = v.stride, .col_stride = 1, .offset = v.offset};
 }
 
 void Planner::fill(Plan &p) const {
@@ -184,7 +180,7 @@ void Planner::fill(Plan &p) const {
   p.T = z.tokens, p.E = z.experts, p.H = z.hidden, p.K = z.top_k, p.C = z.capacity, p.R = z.rows;
   for (int i = 0; i < static_cast<int>(op_.operands.size()); ++i) {
     if (!given(i)) continue;
-    set_geometry(p, operand(i).role, *tensor(i));
+    p.views[role_index(operand(i).role)] = view_of(*tensor(i));
     const int8_t with = operand(i).used_only_with;
     if (with < 0 || given(with)) p.used_operands |= 1u << i;
   }
@@ -229,6 +225,18 @@ void Planner::infer(InferredOutputs &result) const {
 }  // namespace
 
 const OpDesc &op_desc(Op op) { return *kOps[op_index(op)]; }
+
+Buffers buffers_of(Op op, std::initializer_list<const void *> data) {
+  const OpDesc &d = op_desc(op);
+  Buffers b;
+  size_t i = 0;
+  for (const void *ptr : data) {
+    if (i == d.operands.size()) break;  // more pointers than operands: a caller's bug
+    // Inputs are never written: the role arrays are void* for both directions.
+    b.data[role_index(d.operands[i++].role)] = const_cast<void *>(ptr);
+  }
+  return b;
+}
 
 const char *Plan::api() const { return op_desc(op).api; }
 

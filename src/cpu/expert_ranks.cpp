@@ -20,7 +20,7 @@ Status expert_block_ranks(const Plan &p, const void *map, int64_t *ranks, int64_
   for (int64_t b = 0; b < blocks; ++b) {
     int64_t *counts = ranks + b * E;
     std::fill(counts, counts + E, int64_t{0});
-    const int64_t mcs = p.routing_map.col_stride;
+    const int64_t mcs = p.routing_map().col_stride;
     for (int64_t t = b * kTokenBlock; t < std::min(p.T, (b + 1) * kTokenBlock); ++t) {
       const uint8_t *m = map_row(p, map, t);
       int64_t row = 0;
@@ -53,7 +53,7 @@ int64_t first_bad_index(const Plan &p, const void *sorted_indices) {
   const IndexRange range = index_range(p);
   constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
   int64_t first = kNone;
-  const VectorGeom g = p.sorted_indices;
+  const VectorGeom g = p.sorted_indices();
 #pragma omp parallel for num_threads(num_threads()) schedule(static) reduction(min : first)
   for (int64_t j = 0; j < g.len; ++j) {
     const int64_t s = *elem<int32_t>(sorted_indices, g.at(j));
@@ -65,12 +65,12 @@ int64_t first_bad_index(const Plan &p, const void *sorted_indices) {
 void zero_probs_output(const Plan &p, const Buffers &b) {
   if (probs_output_role(p) == Role::permuted_probs) {
     const int64_t es = element_size(p.permuted_probs_dtype);
-    for (int64_t j = 0; j < p.R; ++j) zero_elem(b.permuted_probs, p.permuted_probs.at(j), es);
+    for (int64_t j = 0; j < p.R; ++j) zero_elem(b.permuted_probs(), p.permuted_probs().at(j), es);
     return;
   }
   const int64_t es = element_size(p.probs_dtype);
 #pragma omp parallel for num_threads(num_threads()) schedule(static)
-  for (int64_t t = 0; t < p.T; ++t) zero_row(b.dense_probs, p.dense_probs, t, es);
+  for (int64_t t = 0; t < p.T; ++t) zero_row(b.dense_probs(), p.dense_probs(), t, es);
 }
 
 }  // namespace moeperm::detail::cpu

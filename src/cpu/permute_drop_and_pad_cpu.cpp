@@ -21,18 +21,18 @@ Status permute_drop_and_pad(const Plan &p, const Buffers &b, std::byte *) {
       int64_t c = 0;
       auto place = [&](int64_t t) {
         const int64_t j = e * C + c++;
-        *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(j)) = static_cast<int32_t>(t);
-        copy_row(b.permuted, p.permuted, j, b.tokens, p.tokens, t, es, rk, p.stream_stores);
+        *elem<int32_t>(b.sorted_indices(), p.sorted_indices().at(j)) = static_cast<int32_t>(t);
+        copy_row(b.permuted(), p.permuted(), j, b.tokens(), p.tokens(), t, es, rk, p.stream_stores);
         if (p.probs == ProbsWork::compute)
-          copy_elem(b.permuted_probs, p.permuted_probs.at(j), b.dense_probs, p.dense_probs.at(t, e),
-                    ps);
+          copy_elem(b.permuted_probs(), p.permuted_probs().at(j), b.dense_probs(),
+                    p.dense_probs().at(t, e), ps);
         else if (p.probs == ProbsWork::zero_fill)
-          zero_elem(b.permuted_probs, p.permuted_probs.at(j), ps);
+          zero_elem(b.permuted_probs(), p.permuted_probs().at(j), ps);
       };
       for (int64_t t = 0; t < p.T && c < C; ++t)
-        if (routed(p, b.routing_map, t, e)) place(t);
+        if (routed(p, b.routing_map(), t, e)) place(t);
       for (int64_t t = 0; t < p.T && c < C; ++t)
-        if (!routed(p, b.routing_map, t, e)) place(t);
+        if (!routed(p, b.routing_map(), t, e)) place(t);
     }
     rk.store_fence();
   }

@@ -18,7 +18,7 @@ namespace moeperm::detail::cpu {
 Status permute_dropless(const Plan &p, const Buffers &b, std::byte *ws) {
   int64_t *ranks = p.workspace.at<int64_t>(ws, p.ws_slot[kSlotBlockRanks]);
   int64_t nnz = 0;
-  MOEPERM_TRY(expert_block_ranks(p, b.routing_map, ranks, &nnz, p.K));  // checks rows <= K
+  MOEPERM_TRY(expert_block_ranks(p, b.routing_map(), ranks, &nnz, p.K));  // checks rows <= K
 
   const int64_t es = element_size(p.value_dtype), ps = element_size(p.permuted_probs_dtype);
   const int64_t E = p.E, K = p.K;
@@ -31,28 +31,30 @@ Status permute_dropless(const Plan &p, const Buffers &b, std::byte *ws) {
       int64_t *cursor = ranks + blk * E;
       for (int64_t t = blk * kTokenBlock; t < std::min(p.T, (blk + 1) * kTokenBlock); ++t) {
         int64_t r = 0;
-        const uint8_t *m = map_row(p, b.routing_map, t);
+        const uint8_t *m = map_row(p, b.routing_map(), t);
         for (int64_t e = 0; e < E; ++e) {
-          if (!m[e * p.routing_map.col_stride]) continue;
+          if (!m[e * p.routing_map().col_stride]) continue;
           const int64_t j = cursor[e]++;
-          *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(t * K + r++)) =
+          *elem<int32_t>(b.sorted_indices(), p.sorted_indices().at(t * K + r++)) =
               static_cast<int32_t>(j);
-          copy_row(b.permuted, p.permuted, j, b.tokens, p.tokens, t, es, rk, p.stream_stores);
+          copy_row(b.permuted(), p.permuted(), j, b.tokens(), p.tokens(), t, es, rk,
+                   p.stream_stores);
           if (probs)
-            copy_elem(b.permuted_probs, p.permuted_probs.at(j), b.dense_probs,
-                      p.dense_probs.at(t, e), ps);
+            copy_elem(b.permuted_probs(), p.permuted_probs().at(j), b.dense_probs(),
+                      p.dense_probs().at(t, e), ps);
         }
-        for (; r < K; ++r) *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(t * K + r)) = -1;
+        for (; r < K; ++r)
+          *elem<int32_t>(b.sorted_indices(), p.sorted_indices().at(t * K + r)) = -1;
       }
     }
     rk.store_fence();
   }
   // Rows that no (token, expert) pair fills.
 #pragma omp parallel for num_threads(num_threads()) schedule(static)
-  for (int64_t j = nnz; j < p.R; ++j) zero_row(b.permuted, p.permuted, j, es);
+  for (int64_t j = nnz; j < p.R; ++j) zero_row(b.permuted(), p.permuted(), j, es);
   if (p.probs != ProbsWork::none)
     for (int64_t j = probs ? nnz : 0; j < p.R; ++j)
-      zero_elem(b.permuted_probs, p.permuted_probs.at(j), ps);
+      zero_elem(b.permuted_probs(), p.permuted_probs().at(j), ps);
   return Status::success();
 }
 

@@ -33,14 +33,14 @@ void sum_tokens(const Plan &p, const Buffers &b, const int64_t *offsets, const i
 }  // namespace
 
 Status permute_grad_drop_and_pad(const Plan &p, const Buffers &b, std::byte *ws) {
-  if (const int64_t j = first_bad_index(p, b.sorted_indices); j >= 0)
-    return bad_sorted_index(p, j, *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(j)));
+  if (const int64_t j = first_bad_index(p, b.sorted_indices()); j >= 0)
+    return bad_sorted_index(p, j, *elem<int32_t>(b.sorted_indices(), p.sorted_indices().at(j)));
 
   // Counting sort of slots by token id; stable, so each token's slots stay ascending.
   int64_t *offsets = p.workspace.at<int64_t>(ws, p.ws_slot[kSlotCsrOffsets]);
   int64_t *slots = p.workspace.at<int64_t>(ws, p.ws_slot[kSlotCsrSlots]);
   auto S = [&](int64_t j) {
-    return int64_t{*elem<int32_t>(b.sorted_indices, p.sorted_indices.at(j))};
+    return int64_t{*elem<int32_t>(b.sorted_indices(), p.sorted_indices().at(j))};
   };
   std::fill(offsets, offsets + p.T + 1, int64_t{0});
   for (int64_t j = 0; j < p.R; ++j) ++offsets[S(j) + 1];
@@ -60,8 +60,8 @@ Status permute_grad_drop_and_pad(const Plan &p, const Buffers &b, std::byte *ws)
 #pragma omp parallel for num_threads(num_threads()) schedule(static)
   for (int64_t e = 0; e < p.E; ++e)
     for (int64_t j = e * p.C; j < (e + 1) * p.C; ++j)
-      copy_elem(b.dense_probs, p.dense_probs.at(S(j), e), b.permuted_probs, p.permuted_probs.at(j),
-                es);
+      copy_elem(b.dense_probs(), p.dense_probs().at(S(j), e), b.permuted_probs(),
+                p.permuted_probs().at(j), es);
   return Status::success();
 }
 

@@ -29,7 +29,7 @@ void sum_tokens(const Plan &p, const Buffers &b) {
     for (int64_t t = 0; t < p.T; ++t) {
       int64_t count = 0;
       for (int64_t k = 0; k < K; ++k) {
-        const int64_t s = *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(t * K + k));
+        const int64_t s = *elem<int32_t>(b.sorted_indices(), p.sorted_indices().at(t * K + k));
         if (s >= 0) rows[count++] = s;
       }
       sum_rows_into(p, b, rk, t, count, [&](int64_t i) { return rows[i]; });
@@ -42,13 +42,13 @@ void sum_tokens(const Plan &p, const Buffers &b) {
 
 Status permute_grad_dropless(const Plan &p, const Buffers &b, std::byte *ws) {
   // All checks precede all writes (Note [Index validation]).
-  if (const int64_t j = first_bad_index(p, b.sorted_indices); j >= 0)
-    return bad_sorted_index(p, j, *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(j)));
+  if (const int64_t j = first_bad_index(p, b.sorted_indices()); j >= 0)
+    return bad_sorted_index(p, j, *elem<int32_t>(b.sorted_indices(), p.sorted_indices().at(j)));
   int64_t *ranks = nullptr;
   if (p.probs == ProbsWork::compute) {
     ranks = p.workspace.at<int64_t>(ws, p.ws_slot[kSlotBlockRanks]);
     int64_t nnz = 0;
-    MOEPERM_TRY(expert_block_ranks(p, b.routing_map, ranks, &nnz, -1));
+    MOEPERM_TRY(expert_block_ranks(p, b.routing_map(), ranks, &nnz, -1));
     if (nnz > p.R) return too_many_routed_pairs(p, nnz);
   }
 
@@ -58,16 +58,16 @@ Status permute_grad_dropless(const Plan &p, const Buffers &b, std::byte *ws) {
   if (p.probs != ProbsWork::compute) return Status::success();
   with_element_bits(element_size(p.probs_dtype), [&](auto bits) {
     using P = decltype(bits);
-    const int64_t E = p.E, mcs = p.routing_map.col_stride, ocs = p.dense_probs.col_stride;
-    const P *in = elem<P>(b.permuted_probs, 0);
+    const int64_t E = p.E, mcs = p.routing_map().col_stride, ocs = p.dense_probs().col_stride;
+    const P *in = elem<P>(b.permuted_probs(), 0);
 #pragma omp parallel for num_threads(num_threads()) schedule(static)
     for (int64_t blk = 0; blk < token_blocks(p.T); ++blk) {
       int64_t *cursor = ranks + blk * E;  // this block's next rank per expert
       for (int64_t t = blk * kTokenBlock; t < std::min(p.T, (blk + 1) * kTokenBlock); ++t) {
-        const uint8_t *m = map_row(p, b.routing_map, t);
-        P *out = elem<P>(b.dense_probs, p.dense_probs.at(t, 0));
+        const uint8_t *m = map_row(p, b.routing_map(), t);
+        P *out = elem<P>(b.dense_probs(), p.dense_probs().at(t, 0));
         for (int64_t e = 0; e < E; ++e)
-          out[e * ocs] = m[e * mcs] ? in[p.permuted_probs.at(cursor[e]++)] : P{0};
+          out[e * ocs] = m[e * mcs] ? in[p.permuted_probs().at(cursor[e]++)] : P{0};
       }
     }
   });

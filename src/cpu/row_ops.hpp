@@ -43,11 +43,11 @@ void sum_rows_strided(const Plan &p, const Buffers &b, int64_t t, int64_t count,
     const int64_t n = std::min(kAccChunk, p.H - h0);
     std::fill(acc, acc + n, 0.0f);
     for (int64_t i = 0; i < count; ++i) {
-      const S *src = elem<S>(b.permuted, p.permuted.at(row_at(i), h0));
-      for (int64_t h = 0; h < n; ++h) acc[h] += V::load(src[h * p.permuted.col_stride]);
+      const S *src = elem<S>(b.permuted(), p.permuted().at(row_at(i), h0));
+      for (int64_t h = 0; h < n; ++h) acc[h] += V::load(src[h * p.permuted().col_stride]);
     }
-    S *dst = elem<S>(b.tokens, p.tokens.at(t, h0));
-    for (int64_t h = 0; h < n; ++h) dst[h * p.tokens.col_stride] = V::store(acc[h]);
+    S *dst = elem<S>(b.tokens(), p.tokens().at(t, h0));
+    for (int64_t h = 0; h < n; ++h) dst[h * p.tokens().col_stride] = V::store(acc[h]);
   }
 }
 
@@ -57,10 +57,11 @@ template <class RowAt>
 void sum_rows_into(const Plan &p, const Buffers &b, const RowKernels &rk, int64_t t, int64_t count,
                    RowAt row_at) {
   const int64_t es = element_size(p.value_dtype);
-  if (p.permuted.col_stride == 1 && p.tokens.col_stride == 1 && count <= kMaxGather) {
+  if (p.permuted().col_stride == 1 && p.tokens().col_stride == 1 && count <= kMaxGather) {
     const void *srcs[kMaxGather];
-    for (int64_t i = 0; i < count; ++i) srcs[i] = row_ptr(b.permuted, p.permuted, row_at(i), es);
-    sum_rows_fn(rk, p.value_dtype)(row_ptr(b.tokens, p.tokens, t, es), srcs, count, p.H,
+    for (int64_t i = 0; i < count; ++i)
+      srcs[i] = row_ptr(b.permuted(), p.permuted(), row_at(i), es);
+    sum_rows_fn(rk, p.value_dtype)(row_ptr(b.tokens(), p.tokens(), t, es), srcs, count, p.H,
                                    p.stream_stores);
     return;
   }
@@ -98,14 +99,14 @@ inline void zero_row(void *base, const MatrixGeom &g, int64_t r, int64_t esize) 
 }
 
 inline bool routed(const Plan &p, const void *map, int64_t t, int64_t e) {
-  return *elem<uint8_t>(map, p.routing_map.at(t, e)) != 0;
+  return *elem<uint8_t>(map, p.routing_map().at(t, e)) != 0;
 }
 
-// Row t of the routing map as bytes; element e is at [e * p.routing_map.col_stride].
+// Row t of the routing map as bytes; element e is at [e * p.routing_map().col_stride].
 // A map with no columns (E = 0) has no elements and may have a null data pointer; no row
 // address may be formed from null (UB, found by fuzzing), and no caller reads one then.
 inline const uint8_t *map_row(const Plan &p, const void *map, int64_t t) {
-  return map ? elem<uint8_t>(map, p.routing_map.at(t, 0)) : nullptr;
+  return map ? elem<uint8_t>(map, p.routing_map().at(t, 0)) : nullptr;
 }
 
 // Calls f(T{}) with the unsigned integer type of an element of `esize` bytes (2 or 4):

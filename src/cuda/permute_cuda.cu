@@ -66,12 +66,13 @@ __global__ void gather_tokens_kernel(DMatrix permuted, DMatrix tokens, DVector s
 
 Status permute(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
                cudaStream_t stream) {
-  const DMatrix tokens = view(p.tokens, b.tokens, p.value_dtype);
-  const DMatrix permuted = view(p.permuted, b.permuted, p.value_dtype);
-  const DMatrix map = view(p.routing_map, b.routing_map, p.routing_map_dtype);
-  const DMatrix probs = view(p.dense_probs, b.dense_probs, p.probs_dtype);
-  const DVector permuted_probs = view(p.permuted_probs, b.permuted_probs, p.permuted_probs_dtype);
-  const DVector sorted = view(p.sorted_indices, b.sorted_indices, DType::i32);
+  const DMatrix tokens = view(p.tokens(), b.tokens(), p.value_dtype);
+  const DMatrix permuted = view(p.permuted(), b.permuted(), p.value_dtype);
+  const DMatrix map = view(p.routing_map(), b.routing_map(), p.routing_map_dtype);
+  const DMatrix probs = view(p.dense_probs(), b.dense_probs(), p.probs_dtype);
+  const DVector permuted_probs =
+      view(p.permuted_probs(), b.permuted_probs(), p.permuted_probs_dtype);
+  const DVector sorted = view(p.sorted_indices(), b.sorted_indices(), DType::i32);
 
   // Ranks, and the drop-less row check (more than K experts), before any output is written.
   MOEPERM_TRY(count_tiles(p, map, ws, p.drop_and_pad ? -1 : p.K, stream));

@@ -126,12 +126,12 @@ int sort_key_bits(int64_t T) {
 
 Status permute_grad(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
                     cudaStream_t stream) {
-  const DMatrix tokens_grad = view(p.tokens, b.tokens, p.value_dtype);
-  const DMatrix G = view(p.permuted, b.permuted, p.value_dtype);
-  const DMatrix map = view(p.routing_map, b.routing_map, p.routing_map_dtype);
-  const DMatrix dense = view(p.dense_probs, b.dense_probs, p.probs_dtype);
-  const DVector P = view(p.permuted_probs, b.permuted_probs, p.permuted_probs_dtype);
-  const DVector S = view(p.sorted_indices, b.sorted_indices, DType::i32);
+  const DMatrix tokens_grad = view(p.tokens(), b.tokens(), p.value_dtype);
+  const DMatrix G = view(p.permuted(), b.permuted(), p.value_dtype);
+  const DMatrix map = view(p.routing_map(), b.routing_map(), p.routing_map_dtype);
+  const DMatrix dense = view(p.dense_probs(), b.dense_probs(), p.probs_dtype);
+  const DVector P = view(p.permuted_probs(), b.permuted_probs(), p.permuted_probs_dtype);
+  const DVector S = view(p.sorted_indices(), b.sorted_indices(), DType::i32);
   const bool probs_from_ranks = p.probs == detail::ProbsWork::compute && !p.drop_and_pad;
 
   // 1. Checks (SPEC §5.7) before any write.

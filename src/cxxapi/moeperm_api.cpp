@@ -114,7 +114,7 @@ Plan plan_permute_grad(const PermuteGradDesc &d, const PlanOptions &options) {
 
 namespace {
 
-// The role buffers are typed void* for both directions; inputs are never written.
+// The data in description order; buffers_of puts each pointer at its operand's role.
 struct Bound {
   detail::Op op;
   const char *data_name;
@@ -122,25 +122,18 @@ struct Bound {
 };
 
 Bound bind(const PermuteData &d) {
-  return {detail::PermuteOperands::op,
-          "PermuteData",
-          {.tokens = const_cast<void *>(d.tokens),
-           .permuted = d.permuted_tokens,
-           .routing_map = d.routing_map,
-           .dense_probs = const_cast<void *>(d.probs),
-           .permuted_probs = d.permuted_probs,
-           .sorted_indices = d.sorted_indices}};
+  return {detail::PermuteOperands::op, "PermuteData",
+          detail::buffers_of(detail::PermuteOperands::op,
+                             {d.tokens, d.routing_map, d.probs, d.permuted_tokens, d.permuted_probs,
+                              d.sorted_indices})};
 }
 
 Bound bind(const PermuteGradData &d) {
-  return {detail::PermuteGradOperands::op,
-          "PermuteGradData",
-          {.tokens = d.tokens_grad_out,
-           .permuted = const_cast<void *>(d.permuted_token_output_grad),
-           .routing_map = d.routing_map,
-           .dense_probs = d.probs_grad_out,
-           .permuted_probs = const_cast<void *>(d.permuted_probs_output_grad),
-           .sorted_indices = const_cast<void *>(d.sorted_indices)}};
+  return {
+      detail::PermuteGradOperands::op, "PermuteGradData",
+      detail::buffers_of(detail::PermuteGradOperands::op,
+                         {d.permuted_token_output_grad, d.permuted_probs_output_grad,
+                          d.sorted_indices, d.routing_map, d.tokens_grad_out, d.probs_grad_out})};
 }
 
 // The data must be of the plan's operator: "a <operator> plan was given <data>".

@@ -35,7 +35,7 @@ inline void copy_value(DType dtype, void *dst, int64_t dst_off, const void *src,
 
 // int8 and bool routing maps: any nonzero byte means "routed".
 inline bool routed(const Plan &plan, const void *map, int64_t t, int64_t e) {
-  return *elem<uint8_t>(map, plan.routing_map.at(t, e)) != 0;
+  return *elem<uint8_t>(map, plan.routing_map().at(t, e)) != 0;
 }
 
 }  // namespace moeperm::detail::ref

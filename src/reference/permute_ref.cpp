@@ -20,12 +20,12 @@ Status permute(const Plan &p, const Buffers &b) {
     std::vector<int64_t> f, e_of;
     for (int64_t e = 0; p.T > 0 && e < p.E; ++e)
       for (int64_t t = 0; t < p.T; ++t)
-        if (routed(p, b.routing_map, t, e)) f.push_back(t), e_of.push_back(e);
+        if (routed(p, b.routing_map(), t, e)) f.push_back(t), e_of.push_back(e);
     // A token with more than K experts is an error (checked before any write). Without
     // experts no token has any; T alone bounds no tensor (Note [Work bounded by tensors]).
     for (int64_t t = 0; p.E > 0 && t < p.T; ++t) {
       int64_t n = 0;
-      for (int64_t e = 0; e < p.E; ++e) n += routed(p, b.routing_map, t, e);
+      for (int64_t e = 0; e < p.E; ++e) n += routed(p, b.routing_map(), t, e);
       if (n > p.K) return too_many_experts_in_row(p, t, n);
     }
     std::vector<int64_t> order(f.size());
@@ -42,16 +42,16 @@ Status permute(const Plan &p, const Buffers &b) {
       const bool filled = j < static_cast<int64_t>(f.size());
       for (int64_t h = 0; h < p.H; ++h) {
         if (filled)
-          copy_value(vt, b.permuted, p.permuted.at(j, h), b.tokens,
-                     p.tokens.at(f[static_cast<size_t>(j)], h));
+          copy_value(vt, b.permuted(), p.permuted().at(j, h), b.tokens(),
+                     p.tokens().at(f[static_cast<size_t>(j)], h));
         else
-          store_zero(vt, b.permuted, p.permuted.at(j, h));
+          store_zero(vt, b.permuted(), p.permuted().at(j, h));
       }
       if (p.probs == ProbsWork::compute && filled)
-        copy_value(p.probs_dtype, b.permuted_probs, p.permuted_probs.at(j), b.dense_probs,
-                   p.dense_probs.at(f[static_cast<size_t>(j)], e_of[static_cast<size_t>(j)]));
+        copy_value(p.probs_dtype, b.permuted_probs(), p.permuted_probs().at(j), b.dense_probs(),
+                   p.dense_probs().at(f[static_cast<size_t>(j)], e_of[static_cast<size_t>(j)]));
       else if (p.probs != ProbsWork::none)
-        store_zero(p.permuted_probs_dtype, b.permuted_probs, p.permuted_probs.at(j));
+        store_zero(p.permuted_probs_dtype, b.permuted_probs(), p.permuted_probs().at(j));
     }
   } else {
     // Per expert: routed tokens ascending, then unrouted ascending, truncated to C (C > 0
@@ -59,9 +59,9 @@ Status permute(const Plan &p, const Buffers &b) {
     for (int64_t e = 0; p.C > 0 && e < p.E; ++e) {
       std::vector<int64_t> list;
       for (int64_t t = 0; t < p.T; ++t)
-        if (routed(p, b.routing_map, t, e)) list.push_back(t);
+        if (routed(p, b.routing_map(), t, e)) list.push_back(t);
       for (int64_t t = 0; t < p.T; ++t)
-        if (!routed(p, b.routing_map, t, e)) list.push_back(t);
+        if (!routed(p, b.routing_map(), t, e)) list.push_back(t);
       for (int64_t c = 0; c < p.C; ++c)
         sorted[static_cast<size_t>(e * p.C + c)] =
             static_cast<int32_t>(list[static_cast<size_t>(c)]);
@@ -69,16 +69,16 @@ Status permute(const Plan &p, const Buffers &b) {
     for (int64_t j = 0; j < p.R; ++j) {
       const int64_t t = sorted[static_cast<size_t>(j)];
       for (int64_t h = 0; h < p.H; ++h)
-        copy_value(vt, b.permuted, p.permuted.at(j, h), b.tokens, p.tokens.at(t, h));
+        copy_value(vt, b.permuted(), p.permuted().at(j, h), b.tokens(), p.tokens().at(t, h));
       if (p.probs == ProbsWork::compute)
-        copy_value(p.probs_dtype, b.permuted_probs, p.permuted_probs.at(j), b.dense_probs,
-                   p.dense_probs.at(t, j / p.C));
+        copy_value(p.probs_dtype, b.permuted_probs(), p.permuted_probs().at(j), b.dense_probs(),
+                   p.dense_probs().at(t, j / p.C));
       else if (p.probs == ProbsWork::zero_fill)
-        store_zero(p.permuted_probs_dtype, b.permuted_probs, p.permuted_probs.at(j));
+        store_zero(p.permuted_probs_dtype, b.permuted_probs(), p.permuted_probs().at(j));
     }
   }
   for (int64_t j = 0; j < p.R; ++j)
-    *elem<int32_t>(b.sorted_indices, p.sorted_indices.at(j)) = sorted[static_cast<size_t>(j)];
+    *elem<int32_t>(b.sorted_indices(), p.sorted_indices().at(j)) = sorted[static_cast<size_t>(j)];
   return Status::success();
 }
 

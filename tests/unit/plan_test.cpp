@@ -83,10 +83,12 @@ TEST(PlanSizes, ForwardRejectsRowIdsPastInt32) {
     FAIL() << "planned a forward whose row ids overflow int32";
   } catch (const Error &e) {
     EXPECT_EQ(e.code(), Code::invalid_param);
-    EXPECT_NE(std::string(e.what()).find("sortedIndicesOut is int32"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("sortedIndicesOut is int32"), std::string::npos)
+        << e.what();
   }
   // One row fewer than 2^31 + 1 is fine: R = 2^31 rows, ids up to 2^31 - 1.
-  EXPECT_NO_THROW((void)plan_permute(forward_desc(int64_t{1} << 22, 512, 1, int64_t{1} << 31, false)));
+  EXPECT_NO_THROW(
+      (void)plan_permute(forward_desc(int64_t{1} << 22, 512, 1, int64_t{1} << 31, false)));
 }
 
 TEST(PlanBackend, AutomaticPicksCpuAndPinningIsHonoured) {
@@ -145,13 +147,13 @@ TEST(PlanGeometry, StridesAreNormalisedAndOffsetsKept) {
   d.sorted_indices.storage_elements = 30;
   const Plan p = plan_permute_grad(d);
   const detail::Plan &impl = p.impl();
-  EXPECT_EQ(impl.permuted.row_stride, 1);
-  EXPECT_EQ(impl.permuted.col_stride, 10);
-  EXPECT_EQ(impl.tokens.row_stride, 4);  // contiguous tokensGradOut: strides [H, 1]
-  EXPECT_EQ(impl.tokens.col_stride, 1);
-  EXPECT_EQ(impl.sorted_indices.stride, 3);
-  EXPECT_EQ(impl.sorted_indices.offset, 2);
-  EXPECT_EQ(impl.sorted_indices.len, 10);
+  EXPECT_EQ(impl.permuted().row_stride, 1);
+  EXPECT_EQ(impl.permuted().col_stride, 10);
+  EXPECT_EQ(impl.tokens().row_stride, 4);  // contiguous tokensGradOut: strides [H, 1]
+  EXPECT_EQ(impl.tokens().col_stride, 1);
+  EXPECT_EQ(impl.sorted_indices().stride, 3);
+  EXPECT_EQ(impl.sorted_indices().offset, 2);
+  EXPECT_EQ(impl.sorted_indices().len, 10);
 }
 
 TEST(PlanToString, NamesOpModeSizesDtypesBackendAndWorkspace) {
