@@ -13,6 +13,7 @@ extern "C" {
 
 typedef struct aclOpExecutor aclOpExecutor;
 typedef struct aclTensor aclTensor;
+typedef struct aclIntArray aclIntArray;
 typedef int32_t aclnnStatus;
 
 #define ACLNN_SUCCESS 0
@@ -31,6 +32,12 @@ ACL_FUNC_VISIBILITY aclTensor *aclCreateTensor(const int64_t *viewDims, uint64_t
                                                const int64_t *storageDims, uint64_t storageDimsNum,
                                                void *tensorData);
 ACL_FUNC_VISIBILITY aclnnStatus aclDestroyTensor(const aclTensor *tensor);
+
+/* An array of `size` int64 values, copied (`value` may be null when size is 0), as operators
+ * take integer-list attributes (e.g. restoreShapeOptional). Returns null (and sets
+ * aclGetRecentErrMsg) on bad arguments. */
+ACL_FUNC_VISIBILITY aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size);
+ACL_FUNC_VISIBILITY aclnnStatus aclDestroyIntArray(const aclIntArray *array);
 
 #ifdef __cplusplus
 }

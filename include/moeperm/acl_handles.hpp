@@ -1,14 +1,15 @@
 // RAII over the CANN handles a program of the aclnn API owns (SPEC §6), header-only C++ over
 // the C API, so a program written with it makes exactly the calls a CANN program makes:
 //   TensorPtr        aclTensor *    aclDestroyTensor      (create_tensor, try_create_tensor)
+//   IntArrayPtr      aclIntArray *  aclDestroyIntArray    (create_int_array)
 //   StreamPtr        aclrtStream    aclrtDestroyStream    (create_stream)
 //   ContextPtr       aclrtContext   aclrtDestroyContext   (create_context)
 //   DeviceMemoryPtr  aclrtMalloc'd  aclrtFree             (device_malloc)
 // std::unique_ptr owners: move-only, get() / release() / reset() as usual, null owns nothing.
 // Built on them: Runtime (aclInit + aclrtSetDevice for a scope), DeviceBuffer (a growable
 // allocation with host copies) and DeviceTensor (host storage uploaded, an aclTensor over it).
-// The runtime subset has no aclScalar or aclIntArray, and an aclOpExecutor is consumed by the
-// second phase on every path, so neither has an owner here.
+// The runtime subset has no aclScalar, and an aclOpExecutor is consumed by the second phase on
+// every path, so neither has an owner here.
 //
 // A failing call becomes an AclError carrying the call, its status and aclGetRecentErrMsg().
 // Deleters cannot throw: a release that fails there is reported on stderr and otherwise
@@ -73,6 +74,11 @@ struct TensorDeleter {
     detail::warn_if_failed(aclDestroyTensor(t), "aclDestroyTensor");
   }
 };
+struct IntArrayDeleter {
+  void operator()(aclIntArray *a) const noexcept {
+    detail::warn_if_failed(aclDestroyIntArray(a), "aclDestroyIntArray");
+  }
+};
 struct StreamDeleter {
   using pointer = aclrtStream;
   void operator()(aclrtStream s) const noexcept {
@@ -89,6 +95,7 @@ struct DeviceMemoryDeleter {
   void operator()(void *p) const noexcept { detail::warn_if_failed(aclrtFree(p), "aclrtFree"); }
 };
 using TensorPtr = std::unique_ptr<aclTensor, TensorDeleter>;
+using IntArrayPtr = std::unique_ptr<aclIntArray, IntArrayDeleter>;
 using StreamPtr = std::unique_ptr<void, StreamDeleter>;
 using ContextPtr = std::unique_ptr<void, ContextDeleter>;
 using DeviceMemoryPtr = std::unique_ptr<void, DeviceMemoryDeleter>;
@@ -140,6 +147,13 @@ inline TensorPtr create_tensor(const TensorDesc &desc, void *data) {
   TensorPtr t = try_create_tensor(desc, data);
   if (!t) throw AclError("aclCreateTensor", ACLNN_ERR_PARAM_NULLPTR);
   return t;
+}
+
+// aclCreateIntArray over `values` (copied); throws AclError where it refuses.
+inline IntArrayPtr create_int_array(std::span<const int64_t> values) {
+  IntArrayPtr a(aclCreateIntArray(values.data(), values.size()));
+  if (!a) throw AclError("aclCreateIntArray", ACLNN_ERR_PARAM_NULLPTR);
+  return a;
 }
 
 // aclInit(nullptr) + aclrtSetDevice(device) for the lifetime of the object; aclrtResetDevice

@@ -12,10 +12,15 @@
 namespace moeperm::capi {
 namespace {
 std::atomic<int64_t> g_live_tensors{0};
+std::atomic<int64_t> g_live_int_arrays{0};
 constexpr uint64_t kMaxDims = 64;
+// Integer arrays are attribute lists (a shape, a few sizes): anything longer is a caller's
+// bug (a garbage size), refused before it allocates.
+constexpr uint64_t kMaxIntArrayValues = 1 << 20;
 }  // namespace
 
 int64_t live_tensors() { return g_live_tensors.load(); }
+int64_t live_int_arrays() { return g_live_int_arrays.load(); }
 
 }  // namespace moeperm::capi
 
@@ -74,5 +79,39 @@ extern "C" ACL_FUNC_VISIBILITY aclnnStatus aclDestroyTensor(const aclTensor *ten
   if (!tensor) return ACLNN_SUCCESS;
   delete tensor;
   --moeperm::capi::g_live_tensors;
+  return ACLNN_SUCCESS;
+}
+
+extern "C" ACL_FUNC_VISIBILITY aclIntArray *aclCreateIntArray(const int64_t *value, uint64_t size) {
+  if (size > 0 && !value) {
+    set_last_error(
+        cat("aclCreateIntArray: value must not be null when size is > 0, got size ", size));
+    return nullptr;
+  }
+  if (size > moeperm::capi::kMaxIntArrayValues) {
+    set_last_error(cat("aclCreateIntArray: size must be at most ",
+                       moeperm::capi::kMaxIntArrayValues, ", got ", size));
+    return nullptr;
+  }
+  auto *a = new (std::nothrow) aclIntArray;
+  if (!a) {
+    set_last_error("aclCreateIntArray: out of host memory");
+    return nullptr;
+  }
+  try {
+    a->values.assign(value, value + size);
+  } catch (const std::bad_alloc &) {
+    delete a;
+    set_last_error("aclCreateIntArray: out of host memory");
+    return nullptr;
+  }
+  ++moeperm::capi::g_live_int_arrays;
+  return a;
+}
+
+extern "C" ACL_FUNC_VISIBILITY aclnnStatus aclDestroyIntArray(const aclIntArray *array) {
+  if (!array) return ACLNN_SUCCESS;
+  delete array;
+  --moeperm::capi::g_live_int_arrays;
   return ACLNN_SUCCESS;
 }

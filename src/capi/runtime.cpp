@@ -112,18 +112,20 @@ ACL_FUNC_VISIBILITY aclError aclInit(const char *) {
 ACL_FUNC_VISIBILITY aclError aclFinalize(void) {
   mc::wait_all();
   const int64_t tensors = mc::live_tensors(), streams = mc::live_streams(),
-                allocs = mc::live_allocations(), executors = mc::live_executors();
+                allocs = mc::live_allocations(), executors = mc::live_executors(),
+                int_arrays = mc::live_int_arrays();
   std::lock_guard lock(mc::g_mu);
   if (!mc::g_initialized)
     return report_acl(
         ACL_ERROR_REPEAT_FINALIZE,
         "aclFinalize: not initialized (aclInit was not called, or aclFinalize already was)");
   mc::g_initialized = false;
-  if (tensors + streams + allocs + executors > 0)
+  if (tensors + streams + allocs + executors + int_arrays > 0)
     return report_acl(ACL_ERROR_RELATIVE_RESOURCE_NOT_CLEARED,
                       cat("aclFinalize: resources are still alive: ", tensors, " tensor(s), ",
                           streams, " stream(s), ", allocs, " device allocation(s), ", executors,
-                          " executor(s) never executed"));
+                          " executor(s) never executed",
+                          int_arrays ? cat(", ", int_arrays, " int array(s)") : std::string()));
   return ACL_SUCCESS;
 }
 

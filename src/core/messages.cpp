@@ -20,6 +20,10 @@ Status null_argument_because(std::string_view api, std::string_view arg, std::st
   return fail(Code::null_pointer, cat(api, ": ", arg, " must not be null when ", because));
 }
 
+Status null_arguments_both(std::string_view api, std::string_view a, std::string_view b) {
+  return fail(Code::null_pointer, cat(api, ": ", a, " and ", b, " must not both be null"));
+}
+
 Status null_data(std::string_view api, std::string_view arg, int64_t elements) {
   return fail(Code::null_pointer,
               cat(api, ": ", arg, " has ", elements, " elements but its data pointer is null"));
@@ -37,9 +41,9 @@ Status expected_dtype(std::string_view api, std::string_view arg, std::string_vi
 }
 
 Status expected_rank(std::string_view api, std::string_view arg, int64_t expected,
-                     std::span<const int64_t> shape) {
-  return fail(Code::invalid_param, cat(api, ": ", arg, ": expected ", expected, "-D, got ",
-                                       shape.size(), "-D ", shape_string(shape)));
+                     std::span<const int64_t> shape, Code code) {
+  return fail(code, cat(api, ": ", arg, ": expected ", expected, "-D, got ", shape.size(), "-D ",
+                        shape_string(shape)));
 }
 
 Status inconsistent(std::string_view api, const std::string &what) {
@@ -57,7 +61,7 @@ Status bad_sorted_index(const Plan &p, int64_t position, int64_t value) {
   const std::string allowed =
       p.drop_and_pad ? cat("[0, ", range.bound, ") (dropAndPad=true, tokensNum=", p.T, ")")
                      : cat("[0, ", range.bound, ") or -1 (dropAndPad=false, R=", p.R, ")");
-  return index_out_of_range(p.api(), op_desc(p.op).index_rule.name, position, value, allowed);
+  return index_out_of_range(p.api(), op_desc(p.op).index_rules[0].name, position, value, allowed);
 }
 
 Status too_many_experts_in_row(const Plan &p, int64_t row, int64_t experts) {
@@ -76,11 +80,6 @@ Status not_implemented(const Plan &p, std::string_view backend_title) {
   return inconsistent(
       p.api(), cat(op_desc(p.op).short_name, " (dropAndPad=", p.drop_and_pad ? "true" : "false",
                    ") is not implemented on the ", backend_title, " backend"));
-}
-
-Status topk_limit(std::string_view api, int64_t k, int64_t limit) {
-  return fail(Code::inner_nullptr, cat(api, ": topK = ", k, " exceeds the supported maximum of ",
-                                       limit, " for dropAndPad=false (CANN's tiling limit)"));
 }
 
 Status out_of_memory(std::string_view api) {

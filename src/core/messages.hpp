@@ -19,6 +19,8 @@ std::string shape_string(std::span<const int64_t> shape);  // "[4, 5, 6]"
 // 161001: a required tensor (or one required by another) is missing.
 Status null_argument(std::string_view api, std::string_view arg);
 Status null_argument_because(std::string_view api, std::string_view arg, std::string_view because);
+// 161001: two arguments of which one is required are both null ("one of these is required").
+Status null_arguments_both(std::string_view api, std::string_view a, std::string_view b);
 // 161001: a tensor with elements whose data pointer is null.
 Status null_data(std::string_view api, std::string_view arg, int64_t elements);
 // 161002: an integer attribute outside its range.
@@ -29,7 +31,7 @@ Status expected_dtype(std::string_view api, std::string_view arg, std::string_vi
                       DType got);
 // 161002: a rank mismatch; shows the whole shape.
 Status expected_rank(std::string_view api, std::string_view arg, int64_t expected,
-                     std::span<const int64_t> shape);
+                     std::span<const int64_t> shape, Code code = Code::invalid_param);
 // 161002: shapes that disagree with each other or with an attribute (free text after api).
 Status inconsistent(std::string_view api, const std::string &what);
 // 161002: a data-dependent index error (SPEC §5.7), naming the first bad position.
@@ -47,8 +49,6 @@ Status too_many_routed_pairs(const Plan &plan, int64_t pairs);
 // (Note [Backend selection]): "<api>: permute_grad (dropAndPad=true) is not implemented on
 // the <title> backend".
 Status not_implemented(const Plan &plan, std::string_view backend_title);
-// 561103: the documented CANN limit on topK (SPEC §5.5).
-Status topk_limit(std::string_view api, int64_t k, int64_t limit);
 // 361001: host memory ran out (std::bad_alloc) inside an entry point; nothing was kept.
 Status out_of_memory(std::string_view api);
 // 561002: an internal invariant failed; a bug in moeperm.

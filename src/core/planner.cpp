@@ -9,6 +9,7 @@
 #include "core/limits.hpp"
 #include "core/messages.hpp"
 #include "core/op_desc.hpp"
+#include "core/rules.hpp"
 #include "core/tensor_geometry.hpp"
 
 namespace moeperm::detail {
@@ -22,22 +23,11 @@ constexpr const OpDesc *kOps[] = {&kPermuteOp, &kPermuteGradOp};
 static_assert(std::size(kOps) == static_cast<size_t>(kOpCount),
               "every Op needs its description in kOps");
 
-int64_t size_of(const Sizes &z, Sym s) {
-  switch (s) {
-    case Sym::T: return z.tokens;
-    case Sym::H: return z.hidden;
-    case Sym::E: return z.experts;
-    case Sym::R: return z.rows;
-    case Sym::free: break;
-  }
-  return -1;
-}
-
 class Planner {
  public:
   // With `inputs_only`, outputs are neither required nor checked (infer_outputs derives them).
-  Planner(const OperandSet &set, bool inputs_only)
-      : op_(op_desc(set.op)), ctx_{op_, set, Sizes{}}, inputs_only_(inputs_only) {}
+  Planner(const OpDesc &op, const OperandSet &set, bool inputs_only)
+      : op_(op), ctx_{op_, set, Sizes{}}, inputs_only_(inputs_only) {}
 
   Status validate() {
     MOEPERM_TRY(op_.check_attributes(ctx_.set));  // rule 1
@@ -45,13 +35,10 @@ class Planner {
     for (int8_t i : op_.dtype_order)              // rule 3
       if (checked(i)) MOEPERM_TRY(check_dtype(i));
     for (int8_t i : op_.rank_order)  // rule 4
-      if (checked(i))
-        MOEPERM_TRY(check_rank(op_.api, operand(i).name, *tensor(i), operand(i).rank));
+      MOEPERM_TRY(check_rank_step(i));
     MOEPERM_TRY(op_.derive_sizes(ctx_));
-    const Sizes &z = ctx_.sizes;
-    if (!ctx_.set.drop_and_pad && z.top_k > kMaxTopK)  // rule 5
-      return topk_limit(op_.api, z.top_k, kMaxTopK);
-    for (int8_t i : op_.shape_order)  // rule 6
+    MOEPERM_TRY(check_limits(op_, ctx_.set, ctx_.sizes));  // rule 5
+    for (int8_t i : op_.shape_order)                       // rule 6
       MOEPERM_TRY(check_shape_step(i));
     for (int8_t i : op_.view_order)
       if (checked(i))
@@ -69,18 +56,20 @@ class Planner {
   bool skipped(int i) const { return inputs_only_ && operand(i).dir == Dir::out; }
   bool checked(int i) const { return given(i) && !skipped(i); }
 
-  // SPEC §5.2: the required tensors first, then those another one makes required.
+  // SPEC §5.2: the required tensors first, then the description's presence rules.
   Status check_nulls() const {
     for (int i = 0; i < static_cast<int>(op_.operands.size()); ++i)
       if (operand(i).required && !given(i) && !skipped(i))
         return null_argument(op_.api, operand(i).name);
-    for (int i = 0; i < static_cast<int>(op_.operands.size()); ++i) {
-      const int8_t needed = operand(i).required_with;
-      if (needed >= 0 && given(i) && !given(needed) && !skipped(needed))
-        return null_argument_because(op_.api, operand(needed).name,
-                                     cat(operand(i).name, " is given"));
-    }
-    return Status::success();
+    return check_presence(RuleScope{op_, ctx_.set, inputs_only_});
+  }
+
+  // Rule 4 for one entry of rank_order: an operand's rank, or an integer array's length.
+  Status check_rank_step(int8_t ref) const {
+    if (is_int_array_ref(ref))
+      return given(ref) ? check_int_array_length(op_, ctx_.set, ref) : Status::success();
+    if (!checked(ref)) return Status::success();
+    return check_rank(op_.api, operand(ref).name, *tensor(ref), operand(ref).rank, op_.rank_status);
   }
 
   // The rule in force: an output that follows its input when the input is given.
@@ -135,7 +124,10 @@ class Planner {
             op_.api, cat("sizes overflow int64: R=", z.rows, ", T=", z.tokens, ", E=", z.experts,
                          ", H=", z.hidden, " (tensor sizes in bytes must fit in int64)"));
       case kCheckIndexWidth: return op_.index_width ? op_.index_width(ctx_) : Status::success();
-      default: return checked(step) ? check_shape(step) : Status::success();
+      default:
+        if (is_int_array_ref(step))
+          return given(step) ? check_int_array_values(op_, ctx_.set, step, z) : Status::success();
+        return checked(step) ? check_shape(step) : Status::success();
     }
   }
 
@@ -241,7 +233,11 @@ Buffers buffers_of(Op op, std::initializer_list<const void *> data) {
 const char *Plan::api() const { return op_desc(op).api; }
 
 Status make_plan(const OperandSet &set, Plan *plan) {
-  Planner planner(set, /*inputs_only=*/false);
+  return make_plan_with(op_desc(set.op), set, plan);
+}
+
+Status make_plan_with(const OpDesc &op, const OperandSet &set, Plan *plan) {
+  Planner planner(op, set, /*inputs_only=*/false);
   MOEPERM_TRY(planner.validate());
   Plan p;
   planner.fill(p);
@@ -250,19 +246,19 @@ Status make_plan(const OperandSet &set, Plan *plan) {
 }
 
 Status infer_outputs(const OperandSet &set, InferredOutputs *out) {
-  Planner planner(set, /*inputs_only=*/true);
+  Planner planner(op_desc(set.op), set, /*inputs_only=*/true);
   MOEPERM_TRY(planner.validate());
   *out = InferredOutputs{};
   planner.infer(*out);
   return Status::success();
 }
 
-IndexRange index_range(const Plan &p) {
-  const IndexRule &r = op_desc(p.op).index_rule;
+IndexRange index_range(const OpDesc &op, const Plan &p, int rule) {
+  const IndexRule &r = op.index_rules[static_cast<size_t>(rule)];
   const Sizes z{
       .tokens = p.T, .experts = p.E, .hidden = p.H, .top_k = p.K, .capacity = p.C, .rows = p.R};
-  if (p.drop_and_pad) return {size_of(z, r.drop_and_pad_bound), false};
-  return {size_of(z, r.dropless_bound), r.dropless_allows_minus_one};
+  if (p.drop_and_pad) return {size_of(z, r.drop_and_pad_bound), false, r.unique};
+  return {size_of(z, r.dropless_bound), r.dropless_allows_minus_one, r.unique};
 }
 
 }  // namespace moeperm::detail

@@ -23,10 +23,10 @@ std::vector<int64_t> effective_strides(const TensorDesc &desc) {
 
 }  // namespace
 
-Status check_rank(std::string_view api, std::string_view arg, const TensorDesc &desc,
-                  int64_t rank) {
+Status check_rank(std::string_view api, std::string_view arg, const TensorDesc &desc, int64_t rank,
+                  Code code) {
   if (static_cast<int64_t>(desc.shape.size()) != rank)
-    return expected_rank(api, arg, rank, desc.shape);
+    return expected_rank(api, arg, rank, desc.shape, code);
   if (!desc.strides.empty() && desc.strides.size() != desc.shape.size())
     return inconsistent(api, cat(arg, ": strides has ", desc.strides.size(), " entries for a ",
                                  rank, "-D shape ", shape_string(desc.shape)));

@@ -11,7 +11,9 @@
 namespace moeperm::detail {
 
 // Rule 4: rank (and a strides vector of the same length, when given).
-Status check_rank(std::string_view api, std::string_view arg, const TensorDesc &desc, int64_t rank);
+// A rank mismatch is `code` (161002, or an operator's own rank status).
+Status check_rank(std::string_view api, std::string_view arg, const TensorDesc &desc, int64_t rank,
+                  Code code = Code::invalid_param);
 
 // Rule 6 tail, for a tensor whose shape is already known to be consistent:
 // non-negative dims, a view whose every element lies inside its storage (offset >= 0,

@@ -152,6 +152,34 @@ TEST(AclHandles, FailuresThrowAclErrorWithTheRuntimeMessage) {
   }
 }
 
+TEST(AclHandles, IntArraysAreOwnedAndCountedByFinalize) {
+  {
+    acl::Runtime runtime;
+    const std::vector<int64_t> values{7, 11};
+    acl::IntArrayPtr a = acl::create_int_array(values);
+    ASSERT_NE(a.get(), nullptr);
+    EXPECT_NE(acl::create_int_array({}).get(), nullptr);  // empty is an array too
+  }  // released before aclFinalize: it succeeds
+  EXPECT_TRUE(finalized()) << message();
+  try {
+    (void)acl::create_int_array(std::span<const int64_t>(static_cast<const int64_t *>(nullptr), 3));
+    ADD_FAILURE() << "create_int_array did not throw";
+  } catch (const acl::AclError &e) {
+    EXPECT_EQ(e.call(), "aclCreateIntArray");
+    EXPECT_NE(std::string(e.what()).find("value must not be null when size is > 0, got size 3"),
+              std::string::npos)
+        << e.what();
+  }
+  // A live array keeps aclFinalize from finalizing, and says so.
+  ASSERT_EQ(aclInit(nullptr), ACL_SUCCESS);
+  const int64_t one[] = {1};
+  aclIntArray *live = aclCreateIntArray(one, 1);
+  EXPECT_EQ(aclFinalize(), ACL_ERROR_RELATIVE_RESOURCE_NOT_CLEARED);
+  EXPECT_NE(std::string(aclGetRecentErrMsg()).find("1 int array(s)"), std::string::npos)
+      << aclGetRecentErrMsg();
+  EXPECT_EQ(aclDestroyIntArray(live), ACLNN_SUCCESS);
+}
+
 TEST(AclHandles, RuntimeThatCannotSetTheDeviceFinalizesBeforeThrowing) {
   try {
     acl::Runtime runtime(1 << 20);  // no such device

@@ -93,6 +93,16 @@ int main(void) {
   CHECK(aclnnMoeTokenPermuteWithRoutingMapGrad(NULL, 0, NULL, NULL) == ACLNN_ERR_PARAM_NULLPTR);
   CHECK(strstr(aclGetRecentErrMsg(), "executor must not be null") != NULL);
 
+  /* Integer arrays (restoreShapeOptional's type): created, copied, destroyed. */
+  {
+    int64_t shape[2] = {T, H};
+    aclIntArray *restore = aclCreateIntArray(shape, 2);
+    CHECK(restore != NULL);
+    CHECK(aclCreateIntArray(NULL, 2) == NULL);
+    CHECK(strstr(aclGetRecentErrMsg(), "value must not be null") != NULL);
+    CHECK(aclDestroyIntArray(restore) == ACLNN_SUCCESS);
+  }
+
   CHECK(aclDestroyTensor(tx) == ACLNN_SUCCESS && aclDestroyTensor(tm) == ACLNN_SUCCESS);
   CHECK(aclDestroyTensor(ty) == ACLNN_SUCCESS && aclDestroyTensor(ts) == ACLNN_SUCCESS);
   CHECK(aclDestroyTensor(tgr) == ACLNN_SUCCESS && aclDestroyTensor(ttg) == ACLNN_SUCCESS);

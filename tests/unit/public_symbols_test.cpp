@@ -54,6 +54,8 @@ const char *const kCApi[] = {
     "aclnnMoeTokenPermuteWithRoutingMapGrad",
     "aclCreateTensor",
     "aclDestroyTensor",
+    "aclCreateIntArray",
+    "aclDestroyIntArray",
     "aclGetRecentErrMsg",
     "aclDataTypeSize",
     "aclInit",

@@ -1,10 +1,11 @@
 // aclnnMoeTokenPermuteWithRoutingMap as data (SPEC §2, validated per §5). SPEC orders the
 // Grad operator's rules; the forward follows the same rule order: attributes, required
 // tensors, dtypes, ranks, the topK limit, consistent shapes, views.
+#include "core/ops/permute.hpp"
 #include "core/checked_math.hpp"
+#include "core/limits.hpp"
 #include "core/messages.hpp"
 #include "core/op_desc.hpp"
-#include "core/ops/permute.hpp"
 
 namespace moeperm::detail {
 namespace {
@@ -122,6 +123,7 @@ constexpr OperandDesc kOperands[] = {
      .shape = {.dims = {Sym::R}, .why_fn = rows_why}},
 };
 constexpr int8_t kParameterOrder[] = {X, M, PR, Y, YP, S};
+constexpr LimitRule kLimits[] = {kTopKLimit};  // rule 5, as for the Grad (SPEC §5.5)
 constexpr int8_t kShapeOrder[] = {M, PR, kCheckRows, kCheckBytes, kCheckIndexWidth, Y, YP, S};
 
 }  // namespace
@@ -136,6 +138,7 @@ extern const OpDesc kPermuteOp{
     .rank_order = kParameterOrder,
     .shape_order = kShapeOrder,
     .view_order = kParameterOrder,
+    .limits = kLimits,
     .check_attributes = check_attributes,
     .derive_sizes = derive_sizes,
     .rows = rows,
@@ -143,7 +146,7 @@ extern const OpDesc kPermuteOp{
     .values = X,
     .probs_in = PR,
     .probs_out = YP,
-    .index_rule = {.checked = false},  // the forward writes sortedIndicesOut
+    // No index rule: the forward writes sortedIndicesOut, it reads no index.
 };
 
 OperandSet to_set(const PermuteOperands &o) {

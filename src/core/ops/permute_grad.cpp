@@ -1,8 +1,9 @@
 // aclnnMoeTokenPermuteWithRoutingMapGrad as data (SPEC §3, validated per §5 in the spec's
 // order: each list below is the order in which §5 names the arguments of that rule).
+#include "core/ops/permute_grad.hpp"
+#include "core/limits.hpp"
 #include "core/messages.hpp"
 #include "core/op_desc.hpp"
-#include "core/ops/permute_grad.hpp"
 
 namespace moeperm::detail {
 namespace {
@@ -66,7 +67,6 @@ constexpr OperandDesc kOperands[] = {
      .dir = Dir::in,
      .rank = 1,
      .required = false,
-     .required_with = M,
      .used_only_with = PG,
      .dtype = {.kind = DtypeKind::probs_for, .ref = G},
      .shape = {.dims = {Sym::R}, .why = kRowsOfG}},
@@ -100,6 +100,14 @@ constexpr OperandDesc kOperands[] = {
      .dtype = {.kind = DtypeKind::probs_for, .ref = G, .same_as_when_given = P, .says_why = false},
      .shape = {.dims = {Sym::T, Sym::E}, .why = kTokensByExperts}},
 };
+constexpr PresenceRule kPresence[] = {{.needed = M, .when_given = P}};  // SPEC §5.2
+constexpr LimitRule kLimits[] = {kTopKLimit};                           // SPEC §5.5
+// SPEC §5.7: S in [0, R) or -1 drop-less, [0, T) drop-and-pad.
+constexpr IndexRule kIndexRules[] = {{.role = Role::sorted_indices,
+                                      .name = "sortedIndices",
+                                      .dropless_bound = Sym::R,
+                                      .drop_and_pad_bound = Sym::T,
+                                      .dropless_allows_minus_one = true}};
 constexpr int8_t kParameterOrder[] = {G, P, S, M, TG, PG};
 constexpr int8_t kDtypeOrder[] = {G, TG, P, PG, M, S};                        // SPEC §5.3
 constexpr int8_t kRankOrder[] = {G, S, P, M, TG, PG};                         // SPEC §5.4
@@ -117,19 +125,15 @@ extern const OpDesc kPermuteGradOp{
     .rank_order = kRankOrder,
     .shape_order = kShapeOrder,
     .view_order = kParameterOrder,
+    .presence = kPresence,
+    .limits = kLimits,
     .check_attributes = check_attributes,
     .derive_sizes = derive_sizes,
     .rows = rows,
     .values = G,
     .probs_in = P,
     .probs_out = PG,
-    // SPEC §5.7: S in [0, R) or -1 drop-less, [0, T) drop-and-pad.
-    .index_rule = {.role = Role::sorted_indices,
-                   .name = "sortedIndices",
-                   .dropless_bound = Sym::R,
-                   .drop_and_pad_bound = Sym::T,
-                   .dropless_allows_minus_one = true,
-                   .checked = true},
+    .index_rules = kIndexRules,
 };
 
 OperandSet to_set(const PermuteGradOperands &o) {
