@@ -4,7 +4,7 @@
 # then the fuzz preset (clang, libFuzzer + ASan + UBSan) builds the fuzz harness and runs the
 # label `fuzz`: the corpus replay and fuzz_bounded, libFuzzer for MOEPERM_FUZZ_SECONDS (45).
 # Labels: unit, errors, conformance, capi, robustness, fuzz, python, gpu, example, packaging,
-# slow. Ends with CTest's
+# structure (the source-tree rules of docs/design.md; ci preset only), slow. Ends with CTest's
 # summaries and, last, one plain line "ctest: P passed, F failed, S skipped" over both runs
 # (CTest prints its list of skipped tests after its own summary, e.g. AVX-512 variants on a
 # CPU without AVX-512). MOEPERM_SKIP_ASAN=1 leaves out the asan preset, MOEPERM_SKIP_FUZZ=1

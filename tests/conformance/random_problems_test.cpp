@@ -6,6 +6,15 @@
 // Sizes mix T in {1, 7, 37, 300}, H in {1, 3, 129, 1000}, E in {1, 5, 9, 64}, K in
 // {1, 2, 3, 8} and capacities from 1 to C = T, plus K = 512 (CANN's limit) and ragged
 // routing (tokens with fewer than K experts, K > E included).
+//
+// Contributors: conformance is parameterised over the backends (support/backend_matrix.hpp:
+// every registered backend, forced ISA and thread count), so a new operator adds cases, not
+// drivers. Its random problems go here (a TEST_P beside these, on the operator's run
+// function from support/testing.hpp), its hand-checked examples in worked_examples_test.cpp,
+// and its dtype, probs-option, strided, empty, rounding, adjoint and determinism cases in the
+// files of those names; every run goes through run_op (support/testing.cpp), which also
+// checks that the plan ran on the backend under test. Device backends pick the cases up
+// through DEVICE_CASES in tests/CMakeLists.txt.
 #include <gtest/gtest.h>
 
 #include "acl_support.hpp"

@@ -5,7 +5,14 @@
 //
 // Order: the grad table follows SPEC §5 (rules 1-6 in order, and within a rule the order in
 // which the spec lists the arguments). SPEC only orders the grad operator; the forward table
-// follows the same rule order, as src/core/plan_permute.cpp documents.
+// follows the same rule order, as src/core/ops/permute.cpp documents.
+//
+// Contributors: a new operator's rows go in a file of their own, tests/errors/<op>_rule_table.cpp
+// (one row per way to break each rule of its spec, in the spec's order; its valid argument
+// set from tests/support/operand_args.hpp), added to the moeperm_rule_tables sources in
+// tests/CMakeLists.txt and listed in rule_tables() (rule_tables.cpp). The drivers
+// (errors_rules, errors_first_failure, errors_accepted) then run it through both APIs;
+// nothing here is written per operator.
 #pragma once
 
 #include <gtest/gtest.h>
