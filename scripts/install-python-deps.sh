@@ -5,8 +5,8 @@
 #   nanobind, scikit-build-core (build); torch, numpy, ml_dtypes, pytest (tests).
 # scripts/test.sh runs this, then builds the extension in the ci preset with
 # -DPython_EXECUTABLE=.venv/bin/python. PYTHON picks the interpreter the venv is made from
-# (default python3, >= 3.9). PyPI's torch wheel for Linux is the CUDA build (about 3 GB with
-# its nvidia-* dependencies); it runs on machines without a GPU.
+# (default python3, >= 3.9). PyPI's torch wheel for Linux is the CUDA build (with its
+# nvidia-* dependencies the .venv is about 5.4 GB); it runs on machines without a GPU.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 

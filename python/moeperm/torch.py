@@ -61,6 +61,16 @@ def _backward(ctx, grad_tokens, grad_probs, grad_op):
     need_tokens, need_probs = ctx.needs_input_grad[0], ctx.has_probs and ctx.needs_input_grad[2]
     if not (need_tokens or need_probs):
         return None, None
+    if ctx.num_tokens == 0 or ctx.num_experts == 0:
+        # No token or no expert: the forward moved nothing, so both gradients are zero (and
+        # empty when T = 0). The Grad operator cannot say it (CANN's tokensNum and numExperts
+        # must be > 0), so it is not called.
+        device = sorted_indices.device
+        tokens_grad = torch.zeros((ctx.num_tokens, ctx.hidden), dtype=ctx.tokens_dtype,
+                                  device=device) if need_tokens else None
+        probs_grad = torch.zeros((ctx.num_tokens, ctx.num_experts), dtype=ctx.probs_dtype,
+                                 device=device) if need_probs else None
+        return tokens_grad, probs_grad
     if grad_tokens is None:
         # Only permuted_probs reached the loss: G is zero. A stride-0 view costs no memory;
         # the operator accepts any strides.

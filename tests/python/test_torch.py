@@ -273,3 +273,39 @@ def test_readme_python_example_runs():
     section = text.split("\n## Python\n", 1)[1]
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(code, f"{readme} (## Python)", "exec"), {})
+
+
+EMPTY_SHAPES = [  # (T, E, H, num_out_tokens): T = 0, R = 0, H = 0, E = 0
+    (0, 4, 8, 0), (5, 4, 8, 0), (5, 4, 0, 10), (5, 0, 8, 0)]
+
+
+@pytest.mark.parametrize("path", ["function", "custom_op", "compiled"])
+@pytest.mark.parametrize("T,E,H,n", EMPTY_SHAPES)
+@pytest.mark.filterwarnings("ignore:Your compiler for AOTAutograd")
+def test_empty_problems_give_zero_gradients_in_every_autograd_path(path, T, E, H, n):
+    if path != "function" and not mt.custom_ops_registered():
+        pytest.skip("needs torch.library.custom_op (PyTorch >= 2.4)")
+    tokens = torch.rand(T, H, requires_grad=True)
+    probs = torch.rand(T, E, requires_grad=True)
+    routing_map = torch.zeros(T, E, dtype=torch.bool)
+    if n:
+        routing_map[:, 0] = True  # one expert per token (K = n / T allows it)
+
+    def step(x, p):
+        if path == "function":
+            out, out_probs, _ = mt.PermuteWithRoutingMap.apply(x, routing_map, p, n, False)
+        else:
+            out, out_probs, _ = mt.permute_with_routing_map(x, routing_map, p, n)
+        return out.sum() + out_probs.sum()
+
+    if path == "compiled":
+        torch._dynamo.reset()
+        step = torch.compile(step, backend="aot_eager", fullgraph=True)
+    loss = step(tokens, probs)
+    loss.backward()
+    assert tokens.grad is not None and tokens.grad.shape == (T, H)
+    assert probs.grad is not None and probs.grad.shape == (T, E)
+    # d(sum)/d(token) counts the token's rows; d(sum)/d(prob) is 1 where routed, else 0.
+    want_tokens = routing_map.sum(1, keepdim=True).float().expand(T, H)
+    assert torch.equal(tokens.grad, want_tokens)
+    assert torch.equal(probs.grad, routing_map.float())
