@@ -25,9 +25,33 @@ def _invalid(message):
     return exc
 
 
+# The oldest PyTorch whose tensors reach the binding (pyproject's `torch` extra says the same):
+# older ones export DLPack in a form nanobind does not take, which would surface as its
+# "incompatible function arguments" TypeError.
+MIN_TORCH = (2, 0)
+
+
+def _torch_version(torch):
+    parts = []
+    for piece in torch.__version__.split("+")[0].split(".")[:2]:
+        digits = "".join(c for c in piece if c.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def _check_torch(torch):
+    if _torch_version(torch) < MIN_TORCH:
+        raise ImportError(f"moeperm needs PyTorch >= {MIN_TORCH[0]}.{MIN_TORCH[1]} for torch "
+                          f"tensors, found {torch.__version__} (pip install 'torch>=2.0'; "
+                          "NumPy arrays work without it)")
+
+
 def _torch_module(x):
     torch = sys.modules.get("torch")
-    return torch if torch is not None and isinstance(x, torch.Tensor) else None
+    if torch is None or not isinstance(x, torch.Tensor):
+        return None
+    _check_torch(torch)
+    return torch
 
 
 def _is_numpy(x):

@@ -22,6 +22,8 @@ import torch
 
 from . import _api
 
+_api._check_torch(torch)  # a clear ImportError on a PyTorch older than moeperm takes
+
 __all__ = ["permute_with_routing_map", "permute_with_routing_map_grad",
            "moe_permute_with_probs", "PermuteWithRoutingMap", "custom_ops_registered"]
 

@@ -151,3 +151,13 @@ def test_cuda_tensors_without_cuda_build():
         pytest.skip("needs a GPU and a moeperm built without CUDA")
     with pytest.raises(RuntimeError, match="built without CUDA"):
         permute(tokens().cuda(), rmap().cuda(), num_out_tokens=4)
+
+
+@pytest.mark.parametrize("version", ["1.13.1", "1.13.0+cpu", "0.4.1"])
+def test_an_old_pytorch_gets_a_clear_error_naming_both_versions(monkeypatch, version):
+    monkeypatch.setattr(torch, "__version__", version)
+    want = rf"PyTorch >= 2\.0 for torch tensors, found {re.escape(version)}"
+    with pytest.raises(ImportError, match=want):
+        moeperm.permute_with_routing_map(torch.rand(4, 3), rmap(), num_out_tokens=4)
+    monkeypatch.setattr(torch, "__version__", "2.0.0")
+    moeperm.permute_with_routing_map(torch.rand(4, 3), rmap(), num_out_tokens=4)
