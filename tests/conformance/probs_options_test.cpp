@@ -1,6 +1,7 @@
-// The optional probability tensors (SPEC §2-§3): an output without its input is filled with
-// zeros; an input without its output is accepted and ignored (its data pointer, even if
-// given, is never used); in drop-and-pad mode the backward does not read the routing map.
+// The optional probability tensors (SPEC §2-§3, §5): an output without its input is filled
+// with zeros; the backward's input without its output is accepted and ignored (its data
+// pointer, even if given, is never used), the forward's is refused (161001, CANN's rule); in
+// drop-and-pad mode the backward does not read the routing map.
 // In every variant the token outputs equal those of the full run. Every backend, per CPU
 // variant (Matrix::isas: the zero fills are in the row kernels; one token block, so threads
 // would not change the work split).
@@ -47,14 +48,24 @@ TEST_P(ProbsOptions, ForwardOutputWithoutInputIsZeroFilled) {
   EXPECT_TRUE(BitwiseEqual(p.sorted_indices, full_.sorted_indices));
 }
 
-TEST_P(ProbsOptions, ForwardInputWithoutOutputIsIgnored) {
+TEST_P(ProbsOptions, ForwardInputWithoutOutputIsRefusedWritingNothing) {
+  // SPEC §5, forward: CANN's 161001, from the first phase, before anything is written.
   Problem p = tools::make_problem(spec(dp()));
   PermuteDesc d = p.permute_desc();
-  d.permuted_probs.reset();  // the pointer stays in the data: it must not be written
-  run_with(p, backend(), d, p.permute_data());
+  d.permuted_probs.reset();
+  try {
+    run_with(p, backend(), d, p.permute_data());
+    ADD_FAILURE() << "probs without permuteProbsOut was accepted";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.code(), Code::null_pointer);
+    EXPECT_NE(std::string(e.what()).find("permuteProbsOutOptional must not be null when "
+                                         "probsOptional is given"),
+              std::string::npos)
+        << e.what();
+  }
   EXPECT_TRUE(untouched(p.permuted_probs));
-  EXPECT_TRUE(BitwiseEqual(p.permuted_tokens, full_.permuted_tokens));
-  EXPECT_TRUE(BitwiseEqual(p.sorted_indices, full_.sorted_indices));
+  EXPECT_TRUE(untouched(p.permuted_tokens));
+  EXPECT_TRUE(untouched(p.sorted_indices));
 }
 
 TEST_P(ProbsOptions, GradOutputWithoutInputIsZeroFilled) {

@@ -102,7 +102,6 @@ const std::vector<AcceptedRow<PermuteArgs>> &permute_rows() {
          a.PR.reset();
          a.YP.reset();
        }},
-      {"probs_without_output_are_ignored", B, [](A &a) { a.YP.reset(); }},
       {"probs_output_without_input", B, [](A &a) { a.PR.reset(); }},
       {"topK_512", Modes::dropless,
        [](A &a) {

@@ -32,6 +32,8 @@ std::vector<PermuteRow> make_rows() {
      {api + "permuteTokensOut must not be null"}},
     {"r2_sortedIndicesOut_null", 2, B, kOpS, [](A &a) { a.S.reset(); }, kNull,
      {api + "sortedIndicesOut must not be null"}},
+    {"r2_probs_without_permuteProbsOut", 2, B, kOpP | kOpPG, [](A &a) { a.YP.reset(); }, kNull,
+     {api + "permuteProbsOutOptional must not be null when probsOptional is given"}},
 
     // 3. dtypes: tokens, routingMap, probs, permuteTokensOut, permuteProbsOut, sortedIndicesOut
     {"r3_tokens_int32", 3, B, kOpG, [](A &a) { a.X->dtype = DType::i32; }, kInvalid,

@@ -97,7 +97,6 @@ constexpr OperandDesc kOperands[] = {
      .dir = Dir::in,
      .rank = 2,
      .required = false,
-     .used_only_with = YP,
      .dtype = {.kind = DtypeKind::probs_for, .ref = X},
      .shape = {.dims = {Sym::T, Sym::E}, .why = "(the shape of routingMap)"}},
     {.name = "permuteTokensOut",
@@ -123,6 +122,8 @@ constexpr OperandDesc kOperands[] = {
      .shape = {.dims = {Sym::R}, .why_fn = rows_why}},
 };
 constexpr int8_t kParameterOrder[] = {X, M, PR, Y, YP, S};
+// SPEC §5, forward: probsOptional without permuteProbsOutOptional is 161001 (CANN's rule).
+constexpr PresenceRule kPresence[] = {{.needed = YP, .when_given = PR}};
 constexpr LimitRule kLimits[] = {kTopKLimit};  // rule 5, as for the Grad (SPEC §5.5)
 constexpr int8_t kShapeOrder[] = {M, PR, kCheckRows, kCheckBytes, kCheckIndexWidth, Y, YP, S};
 
@@ -138,6 +139,7 @@ extern const OpDesc kPermuteOp{
     .rank_order = kParameterOrder,
     .shape_order = kShapeOrder,
     .view_order = kParameterOrder,
+    .presence = kPresence,
     .limits = kLimits,
     .check_attributes = check_attributes,
     .derive_sizes = derive_sizes,
