@@ -118,6 +118,57 @@ struct PermuteGradData {
   void *probs_grad_out = nullptr;
 };
 
+// MoeTokenUnpermuteWithRoutingMap (SPEC-unpermute U1): the permuted rows back to their tokens,
+// summed (weighted by probs when given).
+struct UnpermuteDesc {
+  TensorDesc permuted_tokens;                         // X [R, H]
+  TensorDesc sorted_indices;                          // S [R] int32, as the permute wrote it
+  std::optional<TensorDesc> routing_map;              // M [T, E] int8 or bool
+  std::optional<TensorDesc> probs;                    // P [T, E]
+  bool padded_mode = false;                           // drop-and-pad
+  std::optional<std::vector<int64_t>> restore_shape;  // {T, H}; required without probs
+  TensorDesc unpermuted_tokens;                       // [T, H] out
+  std::optional<TensorDesc> out_index;                // [R] int32 out
+  std::optional<TensorDesc> permute_token_id;         // [R] int32 out
+  std::optional<TensorDesc> permute_probs;            // [R] out
+};
+
+struct UnpermuteData {
+  const void *permuted_tokens = nullptr;
+  const void *sorted_indices = nullptr;
+  const void *routing_map = nullptr;
+  const void *probs = nullptr;
+  void *unpermuted_tokens = nullptr;
+  void *out_index = nullptr;
+  void *permute_token_id = nullptr;
+  void *permute_probs = nullptr;
+};
+
+// MoeTokenUnpermuteWithRoutingMapGrad (SPEC-unpermute U2).
+struct UnpermuteGradDesc {
+  TensorDesc unpermuted_tokens_grad;          // G [T, H]
+  TensorDesc out_index;                       // O [R] int32
+  TensorDesc permute_token_id;                // I [R] int32
+  std::optional<TensorDesc> routing_map;      // M [T, E]
+  std::optional<TensorDesc> permuted_tokens;  // X [R, H]: needed for probs_grad_out
+  std::optional<TensorDesc> probs;            // P [T, E]
+  bool drop_and_pad = false;
+  std::optional<std::vector<int64_t>> restore_shape;  // not read (U2)
+  TensorDesc permuted_tokens_grad_out;                // dX [R, H] out
+  std::optional<TensorDesc> probs_grad_out;           // dP [T, E] out
+};
+
+struct UnpermuteGradData {
+  const void *unpermuted_tokens_grad = nullptr;
+  const void *out_index = nullptr;
+  const void *permute_token_id = nullptr;
+  const void *routing_map = nullptr;
+  const void *permuted_tokens = nullptr;
+  const void *probs = nullptr;
+  void *permuted_tokens_grad_out = nullptr;
+  void *probs_grad_out = nullptr;
+};
+
 // Which implementation runs a plan. `automatic` takes the first host backend that supports
 // the plan from the ordered list (fastest first, the naive reference last). The environment
 // variable MOEPERM_BACKEND=cpu|reference overrides `automatic`. `cuda` is the only backend
@@ -142,7 +193,7 @@ struct Sizes {
 
 // The operators, one per CANN operator API (to_string gives its name, e.g.
 // "aclnnMoeTokenPermuteWithRoutingMapGrad").
-enum class Operator { permute, permute_grad };
+enum class Operator { permute, permute_grad, unpermute, unpermute_grad };
 MOEPERM_API const char *to_string(Operator op) noexcept;
 // Whether `op` is the backward of another operator.
 MOEPERM_API bool is_backward(Operator op) noexcept;
@@ -189,14 +240,22 @@ class MOEPERM_API Plan {
 // plans whatever inputs are valid, and bindings need no shape algebra of their own.
 MOEPERM_API PermuteDesc infer_outputs(const PermuteDesc &desc);
 MOEPERM_API PermuteGradDesc infer_outputs(const PermuteGradDesc &desc);
+MOEPERM_API UnpermuteDesc infer_outputs(const UnpermuteDesc &desc);
+MOEPERM_API UnpermuteGradDesc infer_outputs(const UnpermuteGradDesc &desc);
 
 MOEPERM_API Plan plan_permute(const PermuteDesc &desc, const PlanOptions &options = {});
 MOEPERM_API Plan plan_permute_grad(const PermuteGradDesc &desc, const PlanOptions &options = {});
+MOEPERM_API Plan plan_unpermute(const UnpermuteDesc &desc, const PlanOptions &options = {});
+MOEPERM_API Plan plan_unpermute_grad(const UnpermuteGradDesc &desc,
+                                     const PlanOptions &options = {});
 
 // Runs a plan synchronously. The workspace must hold at least plan.workspace_bytes()
 // bytes (no alignment requirement). Throws Error; on a data error nothing is written.
 MOEPERM_API void run(const Plan &plan, const PermuteData &data, std::span<std::byte> workspace);
 MOEPERM_API void run(const Plan &plan, const PermuteGradData &data, std::span<std::byte> workspace);
+MOEPERM_API void run(const Plan &plan, const UnpermuteData &data, std::span<std::byte> workspace);
+MOEPERM_API void run(const Plan &plan, const UnpermuteGradData &data,
+                     std::span<std::byte> workspace);
 
 // Runs a plan on a CUDA stream (`cuda_stream` is a cudaStream_t; null is the legacy default
 // stream). For a Backend::cuda plan the work is enqueued on that stream, then the call waits
@@ -206,6 +265,10 @@ MOEPERM_API void run(const Plan &plan, const PermuteData &data, std::span<std::b
                      void *cuda_stream);
 MOEPERM_API void run(const Plan &plan, const PermuteGradData &data, std::span<std::byte> workspace,
                      void *cuda_stream);
+MOEPERM_API void run(const Plan &plan, const UnpermuteData &data, std::span<std::byte> workspace,
+                     void *cuda_stream);
+MOEPERM_API void run(const Plan &plan, const UnpermuteGradData &data,
+                     std::span<std::byte> workspace, void *cuda_stream);
 
 // Enqueues a Backend::cuda plan on `cuda_stream` and returns at once (what a training loop
 // wants: no host round trip). The outcome reaches `on_done` exactly once, from a CUDA
@@ -219,6 +282,12 @@ MOEPERM_API void run_async(const Plan &plan, const PermuteData &data,
 MOEPERM_API void run_async(const Plan &plan, const PermuteGradData &data,
                            std::span<std::byte> workspace, void *cuda_stream,
                            RunCallback on_done = nullptr, void *context = nullptr);
+MOEPERM_API void run_async(const Plan &plan, const UnpermuteData &data,
+                           std::span<std::byte> workspace, void *cuda_stream,
+                           RunCallback on_done = nullptr, void *context = nullptr);
+MOEPERM_API void run_async(const Plan &plan, const UnpermuteGradData &data,
+                           std::span<std::byte> workspace, void *cuda_stream,
+                           RunCallback on_done = nullptr, void *context = nullptr);
 
 // Whether this build contains the CUDA backend, and how many GPUs the driver reports (0
 // when not built with CUDA, without a driver, or without a GPU).
@@ -230,6 +299,10 @@ MOEPERM_API void permute(const PermuteDesc &desc, const PermuteData &data,
                          const PlanOptions &options = {});
 MOEPERM_API void permute_grad(const PermuteGradDesc &desc, const PermuteGradData &data,
                               const PlanOptions &options = {});
+MOEPERM_API void unpermute(const UnpermuteDesc &desc, const UnpermuteData &data,
+                           const PlanOptions &options = {});
+MOEPERM_API void unpermute_grad(const UnpermuteGradDesc &desc, const UnpermuteGradData &data,
+                                const PlanOptions &options = {});
 
 // Threads used by the CPU backend: MOEPERM_NUM_THREADS when set, else the value given
 // here (n <= 0 restores the default), else the hardware threads. Results are bitwise the

@@ -64,6 +64,25 @@ Status bad_sorted_index(const Plan &p, int64_t position, int64_t value) {
   return index_out_of_range(p.api(), op_desc(p.op).index_rules[0].name, position, value, allowed);
 }
 
+Status bad_index(const Plan &p, int rule, int64_t position, int64_t value) {
+  const OpDesc &d = op_desc(p.op);
+  const IndexRule &r = d.index_rules[static_cast<size_t>(rule)];
+  const IndexRange range = index_range(d, p, rule);
+  const Sym bound = p.drop_and_pad ? r.drop_and_pad_bound : r.dropless_bound;
+  const char *label = bound == Sym::R ? "R" : bound == Sym::T ? "T" : "the bound";
+  return index_out_of_range(
+      p.api(), r.name, position, value,
+      cat("[0, ", range.bound, ")", range.allows_minus_one ? " or -1" : "", " (", d.mode_name, "=",
+          p.drop_and_pad ? "true" : "false", ", ", label, "=", range.bound, ")"));
+}
+
+Status repeated_index(const Plan &p, int rule, int64_t position, int64_t value, int64_t first) {
+  const IndexRule &r = op_desc(p.op).index_rules[static_cast<size_t>(rule)];
+  return inconsistent(
+      p.api(), cat(r.name, "[", position, "] = ", value, " names the same row as ", r.name, "[",
+                   first, "] (each row may be named once); nothing was written"));
+}
+
 Status too_many_experts_in_row(const Plan &p, int64_t row, int64_t experts) {
   return inconsistent(p.api(), cat("routingMap row ", row, " selects ", experts,
                                    " experts, more than topK = numOutTokens / tokens = ", p.K,

@@ -41,6 +41,10 @@ Status index_out_of_range(std::string_view api, std::string_view arg, int64_t po
 // all report the same words:
 //   sortedIndices[j] outside its range for the plan's mode;
 Status bad_sorted_index(const Plan &plan, int64_t position, int64_t value);
+//   index rule `rule` of the plan's operator broken at `position` (outside its range, or a
+//   value named twice where the rule says unique: `first` is then the earlier position);
+Status bad_index(const Plan &plan, int rule, int64_t position, int64_t value);
+Status repeated_index(const Plan &plan, int rule, int64_t position, int64_t value, int64_t first);
 //   a forward drop-less routing-map row selecting more than K experts;
 Status too_many_experts_in_row(const Plan &plan, int64_t row, int64_t experts);
 //   a routing map selecting more (token, expert) pairs than P has rows (grad, drop-less).

@@ -112,13 +112,18 @@ struct OperandDesc {
   int8_t rank;
   bool required;
   int8_t used_only_with = -1;  // read or written only when this one is given too
+  // Its rank is a rule-4 check (with OpDesc::rank_status) only when this operand is given
+  // (-1: always); otherwise its shape rule checks the rank with 161002 (SPEC-unpermute's
+  // Grad: M, X and P are tiling-checked only with P).
+  int8_t rank_checked_with = -1;
   DtypeRule dtype;
   ShapeRule shape;
 };
 
 // An integer-array attribute (aclIntArray), e.g. restoreShapeOptional. Its length is checked
 // with the ranks (its int_array_ref in rank_order), its values with the shapes (in
-// shape_order): value k must equal `values[k]` unless that is Sym::free.
+// shape_order): value k must equal `values[k]` unless that is Sym::free. An array the
+// operator does not read is listed without either (it is then only passed through).
 struct IntArrayDesc {
   const char *name;
   bool required = false;

@@ -4,3 +4,5 @@
 
 #include "core/ops/permute.hpp"
 #include "core/ops/permute_grad.hpp"
+#include "core/ops/unpermute.hpp"
+#include "core/ops/unpermute_grad.hpp"

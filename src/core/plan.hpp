@@ -1,7 +1,7 @@
 // The Plan: everything the second phase needs, derived from descriptors alone.
 //
-// Both operators act on the same six tensors, seen from opposite sides, so the plan names
-// them by role rather than by operator:
+// The permute pair acts on the same six tensors, seen from opposite sides, so the plan names
+// them by role rather than by operator (the unpermute pair adds four roles, below):
 //   role            forward (SPEC §2)            backward (SPEC §3)
 //   tokens          tokens [T, H]        (in)    tokensGradOut [T, H]          (out)
 //   permuted        permuteTokensOut [R, H](out) permutedTokenOutputGrad G [R,H] (in)
@@ -22,8 +22,8 @@
 namespace moeperm::detail {
 
 // The operators; each has its description (core/op_desc.hpp, core/ops/).
-enum class Op : uint8_t { permute, permute_grad };
-inline constexpr int kOpCount = 2;
+enum class Op : uint8_t { permute, permute_grad, unpermute, unpermute_grad };
+inline constexpr int kOpCount = 4;
 inline constexpr int op_index(Op op) { return static_cast<int>(op); }
 
 // The tensors by role (table above); an operator's description binds each of its operands
@@ -36,8 +36,12 @@ enum class Role : uint8_t {
   dense_probs,
   permuted_probs,
   sorted_indices,
+  out_index,         // the unpermute pair's outIndex [R]
+  token_id,          // the unpermute pair's permuteTokenId [R]
+  saved_permuted,    // the unpermute Grad's permutedTokensOptional [R, H] (the forward's input)
+  dense_probs_grad,  // the unpermute Grad's probsGradOutOptional [T, E]
 };
-inline constexpr int kRoleCount = 6;
+inline constexpr int kRoleCount = 10;
 inline constexpr size_t role_index(Role r) { return static_cast<size_t>(r); }
 
 // What happens to the probabilities path.
@@ -90,10 +94,19 @@ struct Plan {
   const MatrixGeom &dense_probs() const { return matrix(Role::dense_probs); }
   VectorGeom permuted_probs() const { return vector(Role::permuted_probs); }
   VectorGeom sorted_indices() const { return vector(Role::sorted_indices); }
+  VectorGeom out_index() const { return vector(Role::out_index); }
+  VectorGeom token_id() const { return vector(Role::token_id); }
+  const MatrixGeom &saved_permuted() const { return matrix(Role::saved_permuted); }
+  const MatrixGeom &dense_probs_grad() const { return matrix(Role::dense_probs_grad); }
 
   // Bit i: operand i of the operator's description is given and used (SPEC §3: a probs
   // input without its output is accepted and ignored), so its data pointer is checked.
   uint32_t used_operands = 0;
+  // Bit role_index(r): the call has a tensor in role r. Its dtype is role_dtypes[r].
+  uint32_t roles_given = 0;
+  std::array<DType, kRoleCount> role_dtypes{};
+  bool has(Role r) const { return (roles_given >> role_index(r)) & 1u; }
+  DType dtype(Role r) const { return role_dtypes[role_index(r)]; }
 
   const BackendOps *backend = nullptr;  // set by the backend layer (select_backend)
   uint8_t variant = 0;                  // backend-defined kernel variant (the CPU backend: its ISA)
@@ -125,6 +138,10 @@ struct Buffers {
   void *dense_probs() const { return (*this)[Role::dense_probs]; }
   void *permuted_probs() const { return (*this)[Role::permuted_probs]; }
   void *sorted_indices() const { return (*this)[Role::sorted_indices]; }
+  void *out_index() const { return (*this)[Role::out_index]; }
+  void *token_id() const { return (*this)[Role::token_id]; }
+  const void *saved_permuted() const { return (*this)[Role::saved_permuted]; }
+  void *dense_probs_grad() const { return (*this)[Role::dense_probs_grad]; }
 };
 
 // Elements of a role's view (0 when the plan has none).

@@ -14,12 +14,12 @@
 
 namespace moeperm::detail {
 
-extern const OpDesc kPermuteOp, kPermuteGradOp;  // core/ops/
+extern const OpDesc kPermuteOp, kPermuteGradOp, kUnpermuteOp, kUnpermuteGradOp;  // core/ops/
 
 namespace {
 
 // Indexed by Op: one description per Op, in Op order (a unit test checks the order).
-constexpr const OpDesc *kOps[] = {&kPermuteOp, &kPermuteGradOp};
+constexpr const OpDesc *kOps[] = {&kPermuteOp, &kPermuteGradOp, &kUnpermuteOp, &kUnpermuteGradOp};
 static_assert(std::size(kOps) == static_cast<size_t>(kOpCount),
               "every Op needs its description in kOps");
 
@@ -69,6 +69,8 @@ class Planner {
     if (is_int_array_ref(ref))
       return given(ref) ? check_int_array_length(op_, ctx_.set, ref) : Status::success();
     if (!checked(ref)) return Status::success();
+    if (const int8_t with = operand(ref).rank_checked_with; with >= 0 && !given(with))
+      return Status::success();  // then its shape rule checks the rank (161002)
     return check_rank(op_.api, operand(ref).name, *tensor(ref), operand(ref).rank, op_.rank_status);
   }
 
@@ -135,6 +137,10 @@ class Planner {
     const OperandDesc &o = operand(i);
     const ShapeRule &r = o.shape;
     const TensorDesc &d = *tensor(i);
+    // An operand whose rank rule 4 did not check (absent from rank_order, or its rank rule
+    // off without rank_checked_with): a wrong rank is a wrong shape.
+    if (static_cast<int64_t>(d.shape.size()) != o.rank)
+      return check_rank(op_.api, o.name, d, o.rank, Code::invalid_param);
     bool ok = true;
     for (int k = 0; k < o.rank; ++k) {
       const Sym s = r.dims[static_cast<size_t>(k)];
@@ -173,6 +179,8 @@ void Planner::fill(Plan &p) const {
   for (int i = 0; i < static_cast<int>(op_.operands.size()); ++i) {
     if (!given(i)) continue;
     p.views[role_index(operand(i).role)] = view_of(*tensor(i));
+    p.roles_given |= 1u << role_index(operand(i).role);
+    p.role_dtypes[role_index(operand(i).role)] = tensor(i)->dtype;
     const int8_t with = operand(i).used_only_with;
     if (with < 0 || given(with)) p.used_operands |= 1u << i;
   }

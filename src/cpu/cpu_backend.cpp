@@ -48,6 +48,8 @@ constexpr KernelTable<CpuKernel> kKernels{
     {Op::permute, {prepare_permute, cpu::permute_dropless, cpu::permute_drop_and_pad}},
     {Op::permute_grad,
      {prepare_permute_grad, cpu::permute_grad_dropless, cpu::permute_grad_drop_and_pad}},
+    {Op::unpermute, kNotImplemented},  // next: the unpermute pair's CPU kernels (issue 12)
+    {Op::unpermute_grad, kNotImplemented},
 };
 static_assert(kKernels.lists_every_op(), "the CPU backend needs a line for every Op");
 

@@ -70,6 +70,8 @@ using CudaKernel = Status (*)(const detail::Plan &, const detail::Buffers &, con
 constexpr detail::KernelTable<CudaKernel> kKernels{
     {detail::Op::permute, {prepare_permute, permute, permute}},
     {detail::Op::permute_grad, {prepare_permute_grad, permute_grad, permute_grad}},
+    {detail::Op::unpermute, detail::kNotImplemented},  // next: its CUDA kernels (issue 12)
+    {detail::Op::unpermute_grad, detail::kNotImplemented},
 };
 static_assert(kKernels.lists_every_op(), "the CUDA backend needs a line for every Op");
 

@@ -5,20 +5,33 @@
 
 #include "backend/registry.hpp"
 #include "core/operands.hpp"
+#include "cxxapi/run_path.hpp"
 
 namespace moeperm {
-namespace {
+namespace cxxapi {
 
 void throw_if_failed(const detail::Status &s) {
   if (!s.ok()) throw Error(s.code, s.message);
 }
 
-template <class T>
-const T *opt(const std::optional<T> &o) {
-  return o ? &*o : nullptr;
+detail::InferredOutputs inferred(const detail::OperandSet &set) {
+  detail::InferredOutputs out;
+  throw_if_failed(detail::infer_outputs(set, &out));
+  return out;
 }
 
-}  // namespace
+Plan plan_of(const detail::OperandSet &set, const PlanOptions &options) {
+  auto plan = std::make_shared<detail::Plan>();
+  throw_if_failed(detail::plan_call(set, options.backend, plan.get()));
+  return Plan(std::move(plan));
+}
+
+}  // namespace cxxapi
+
+using cxxapi::Bound;
+using cxxapi::inferred;
+using cxxapi::opt;
+using cxxapi::throw_if_failed;
 
 TensorDesc TensorDesc::contiguous(DType dtype, std::vector<int64_t> shape) {
   TensorDesc d;
@@ -72,13 +85,6 @@ detail::PermuteGradOperands operands_of(const PermuteGradDesc &d) {
           .dense_probs_grad = opt(d.probs_grad_out)};
 }
 
-// The outputs the core infers, in the description's order (core/op_desc.hpp).
-detail::InferredOutputs inferred(const detail::OperandSet &set) {
-  detail::InferredOutputs out;
-  throw_if_failed(detail::infer_outputs(set, &out));
-  return out;
-}
-
 }  // namespace
 
 PermuteDesc infer_outputs(const PermuteDesc &d) {
@@ -101,25 +107,14 @@ PermuteGradDesc infer_outputs(const PermuteGradDesc &d) {
 }
 
 Plan plan_permute(const PermuteDesc &d, const PlanOptions &options) {
-  auto plan = std::make_shared<detail::Plan>();
-  throw_if_failed(detail::plan_call(detail::to_set(operands_of(d)), options.backend, plan.get()));
-  return Plan(std::move(plan));
+  return cxxapi::plan_of(detail::to_set(operands_of(d)), options);
 }
 
 Plan plan_permute_grad(const PermuteGradDesc &d, const PlanOptions &options) {
-  auto plan = std::make_shared<detail::Plan>();
-  throw_if_failed(detail::plan_call(detail::to_set(operands_of(d)), options.backend, plan.get()));
-  return Plan(std::move(plan));
+  return cxxapi::plan_of(detail::to_set(operands_of(d)), options);
 }
 
 namespace {
-
-// The data in description order; buffers_of puts each pointer at its operand's role.
-struct Bound {
-  detail::Op op;
-  const char *data_name;
-  detail::Buffers buffers;
-};
 
 Bound bind(const PermuteData &d) {
   return {detail::PermuteOperands::op, "PermuteData",
@@ -158,6 +153,10 @@ void deliver_to_callback(void *context, detail::Status status) {
 
 // The one run path: synchronous on the host, or enqueued on a device stream; with
 // `on_done`, a device run reports its outcome to the callback instead of waiting.
+}  // namespace
+
+namespace cxxapi {
+
 void run_bound(const Plan &plan, const Bound &b, std::span<std::byte> ws, void *stream, bool async,
                RunCallback on_done, void *context) {
   check_operator(plan, b, async ? "run_async" : "run");
@@ -180,7 +179,9 @@ void run_bound(const Plan &plan, const Bound &b, std::span<std::byte> ws, void *
   }
 }
 
-}  // namespace
+}  // namespace cxxapi
+
+using cxxapi::run_bound;
 
 void run(const Plan &plan, const PermuteData &d, std::span<std::byte> workspace) {
   run_bound(plan, bind(d), workspace, nullptr, false, nullptr, nullptr);

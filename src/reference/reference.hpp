@@ -1,5 +1,6 @@
 // The naive reference kernels: single-threaded, scalar, allocating as they please, and a
-// literal transcription of SPEC §2-§3. Never optimised; the oracle of every test.
+// literal transcription of SPEC §2-§3 and SPEC-unpermute U1-U3. Never optimised; the oracle of
+// every test.
 #pragma once
 
 #include "core/plan.hpp"
@@ -9,5 +10,7 @@ namespace moeperm::detail::ref {
 
 Status permute(const Plan &plan, const Buffers &buffers);
 Status permute_grad(const Plan &plan, const Buffers &buffers);
+Status unpermute(const Plan &plan, const Buffers &buffers);       // SPEC-unpermute U1
+Status unpermute_grad(const Plan &plan, const Buffers &buffers);  // SPEC-unpermute U2
 
 }  // namespace moeperm::detail::ref

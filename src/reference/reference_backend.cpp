@@ -14,6 +14,8 @@ using RefKernel = Status (*)(const Plan &, const Buffers &);
 constexpr KernelTable<RefKernel> kKernels{
     {Op::permute, {.dropless = ref::permute, .drop_and_pad = ref::permute}},
     {Op::permute_grad, {.dropless = ref::permute_grad, .drop_and_pad = ref::permute_grad}},
+    {Op::unpermute, {.dropless = ref::unpermute, .drop_and_pad = ref::unpermute}},
+    {Op::unpermute_grad, {.dropless = ref::unpermute_grad, .drop_and_pad = ref::unpermute_grad}},
 };
 static_assert(kKernels.lists_every_op(), "the reference needs a line for every Op");
 

@@ -61,6 +61,8 @@ Status fake_kernel(const Plan &) {
 constexpr KernelTable<FakeKernel> kFakeKernels{
     {Op::permute, {nullptr, fake_kernel, fake_kernel}},
     {Op::permute_grad, kNotImplemented},
+    {Op::unpermute, kNotImplemented},
+    {Op::unpermute_grad, kNotImplemented},
 };
 static_assert(kFakeKernels.lists_every_op());
 
@@ -146,8 +148,8 @@ TEST(KernelTable, KnowsWhenALineIsMissingOrTwice) {
   constexpr KernelTable<FakeKernel> missing{{Op::permute, {nullptr, fake_kernel, fake_kernel}}};
   static_assert(!missing.lists_every_op());
   constexpr KernelTable<FakeKernel> twice{
-      {Op::permute, kNotImplemented},
-      {Op::permute_grad, kNotImplemented},
+      {Op::permute, kNotImplemented},   {Op::permute_grad, kNotImplemented},
+      {Op::unpermute, kNotImplemented}, {Op::unpermute_grad, kNotImplemented},
       {Op::permute, kNotImplemented},
   };
   static_assert(!twice.lists_every_op());
