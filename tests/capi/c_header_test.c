@@ -1,11 +1,15 @@
-/* The four CANN headers compile as C11 (strict, no extensions) and a C program runs both
- * operators through them: SPEC §2's worked example (T=3, E=2, all routed, numOutTokens=6)
- * and its backward, plus one error path. The operator headers come first, so each must
- * pull in what it needs by itself. Exit status 0 means every check passed. */
+/* The six CANN headers compile as C11 (strict, no extensions) and a C program runs the four
+ * operators through them: SPEC §2's worked example (T=3, E=2, all routed, numOutTokens=6),
+ * its backward, the unpermute of its rows (a round trip: 2x the tokens, SPEC-unpermute U5)
+ * and the unpermute's backward (the permute of the gradient), plus error paths. The operator
+ * headers come first, so each must pull in what it needs by itself. Exit status 0 means every check
+ * passed. */
 #include "acl/acl.h"
 #include "aclnn/acl_meta.h"
 #include "aclnnop/aclnn_moe_token_permute_with_routing_map.h"
 #include "aclnnop/aclnn_moe_token_permute_with_routing_map_grad.h"
+#include "aclnnop/aclnn_moe_token_unpermute_with_routing_map.h"
+#include "aclnnop/aclnn_moe_token_unpermute_with_routing_map_grad.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -93,14 +97,61 @@ int main(void) {
   CHECK(aclnnMoeTokenPermuteWithRoutingMapGrad(NULL, 0, NULL, NULL) == ACLNN_ERR_PARAM_NULLPTR);
   CHECK(strstr(aclGetRecentErrMsg(), "executor must not be null") != NULL);
 
-  /* Integer arrays (restoreShapeOptional's type): created, copied, destroyed. */
+  /* Unpermute the forward's rows, restoreShape {T, H}, no probs: out[t] = y[S[2t]] +
+   * y[S[2t + 1]] = 2 x[t]. Then its Grad with (S, S): dX[S[i]] = G[i / 2], the permute of G.
+   * Outputs are poisoned first, so an unwritten element shows. */
   {
     int64_t shape[2] = {T, H};
     aclIntArray *restore = aclCreateIntArray(shape, 2);
+    float u[6], dxp[12];
+    void *du, *ddx;
+    aclTensor *tu, *tdx;
     CHECK(restore != NULL);
+    memset(u, 0xA5, sizeof u);
+    memset(dxp, 0xA5, sizeof dxp);
+    tu = device_tensor(x_dims, 2, ACL_FLOAT, u, sizeof u, &du);
+    tdx = device_tensor(y_dims, 2, ACL_FLOAT, dxp, sizeof dxp, &ddx);
+    CHECK(aclnnMoeTokenUnpermuteWithRoutingMapGetWorkspaceSize(ty, ts, NULL, NULL, false, restore,
+                                                               tu, NULL, NULL, NULL, &ws,
+                                                               &exec) == ACLNN_SUCCESS);
+    CHECK(ws == 0);
+    CHECK(aclnnMoeTokenUnpermuteWithRoutingMap(NULL, 0, exec, stream) == ACLNN_SUCCESS);
+    CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
+    CHECK(aclrtMemcpy(u, sizeof u, du, sizeof u, ACL_MEMCPY_DEVICE_TO_HOST) == ACL_SUCCESS);
+    for (j = 0; j < T * H; ++j) CHECK(u[j] == 2 * x[j]);
+
+    /* The Grad, G = the x tensor read as [T, H]: dX = [x0, x1, x2, x0, x1, x2]. */
+    CHECK(aclnnMoeTokenUnpermuteWithRoutingMapGradGetWorkspaceSize(tx, ts, ts, NULL, NULL, NULL,
+                                                                   false, restore, tdx, NULL, &ws,
+                                                                   &exec) == ACLNN_SUCCESS);
+    CHECK(aclnnMoeTokenUnpermuteWithRoutingMapGrad(NULL, 0, exec, stream) == ACLNN_SUCCESS);
+    CHECK(aclrtSynchronizeStream(stream) == ACL_SUCCESS);
+    CHECK(aclrtMemcpy(dxp, sizeof dxp, ddx, sizeof dxp, ACL_MEMCPY_DEVICE_TO_HOST) == ACL_SUCCESS);
+    for (j = 0; j < R * H; ++j) CHECK(dxp[j] == x[j % (T * H)]);
+
+    /* Errors: neither probs nor restoreShape (161001); a restoreShape of the wrong size. */
+    exec = NULL;
+    CHECK(aclnnMoeTokenUnpermuteWithRoutingMapGetWorkspaceSize(ty, ts, NULL, NULL, false, NULL, tu,
+                                                               NULL, NULL, NULL, &ws,
+                                                               &exec) == ACLNN_ERR_PARAM_NULLPTR);
+    CHECK(exec == NULL);
+    CHECK(strstr(aclGetRecentErrMsg(), "aclnnMoeTokenUnpermuteWithRoutingMap: probsOptional") !=
+          NULL);
+    {
+      int64_t wrong[2] = {T, H + 1};
+      aclIntArray *bad = aclCreateIntArray(wrong, 2);
+      CHECK(aclnnMoeTokenUnpermuteWithRoutingMapGetWorkspaceSize(ty, ts, NULL, NULL, false, bad, tu,
+                                                                 NULL, NULL, NULL, &ws,
+                                                                 &exec) == ACLNN_ERR_PARAM_INVALID);
+      CHECK(strstr(aclGetRecentErrMsg(), "restoreShape") != NULL);
+      CHECK(aclDestroyIntArray(bad) == ACLNN_SUCCESS);
+    }
+
     CHECK(aclCreateIntArray(NULL, 2) == NULL);
     CHECK(strstr(aclGetRecentErrMsg(), "value must not be null") != NULL);
     CHECK(aclDestroyIntArray(restore) == ACLNN_SUCCESS);
+    CHECK(aclDestroyTensor(tu) == ACLNN_SUCCESS && aclDestroyTensor(tdx) == ACLNN_SUCCESS);
+    CHECK(aclrtFree(du) == ACL_SUCCESS && aclrtFree(ddx) == ACL_SUCCESS);
   }
 
   CHECK(aclDestroyTensor(tx) == ACLNN_SUCCESS && aclDestroyTensor(tm) == ACLNN_SUCCESS);
