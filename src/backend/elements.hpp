@@ -3,6 +3,8 @@
 // with the device.
 #pragma once
 
+#include <moeperm/moeperm.hpp>
+
 #include <cstdint>
 #include <cstring>
 
@@ -30,6 +32,23 @@ inline void copy_elem(void *dst, int64_t doff, const void *src, int64_t soff, in
 // Writes +0 (all-zero bits: +0 for bf16, fp16 and fp32) to element `off` of dst.
 inline void zero_elem(void *dst, int64_t off, int64_t esize) {
   std::memset(static_cast<char *>(dst) + off * esize, 0, static_cast<size_t>(esize));
+}
+
+// One element of a float dtype, widened to fp32 / rounded from fp32 (round-half-even).
+inline float load_value(DType dtype, const void *base, int64_t offset) {
+  switch (dtype) {
+    case DType::bf16: return bf16_to_f32(*elem<uint16_t>(base, offset));
+    case DType::f16: return f16_to_f32(*elem<uint16_t>(base, offset));
+    default: return *elem<float>(base, offset);
+  }
+}
+
+inline void store_value(DType dtype, void *base, int64_t offset, float v) {
+  switch (dtype) {
+    case DType::bf16: *elem<uint16_t>(base, offset) = f32_to_bf16(v); break;
+    case DType::f16: *elem<uint16_t>(base, offset) = f32_to_f16(v); break;
+    default: *elem<float>(base, offset) = v; break;
+  }
 }
 
 }  // namespace moeperm::detail

@@ -22,6 +22,18 @@ void add_block_ranks(Plan &p) {
       "expert_block_ranks", static_cast<uint64_t>(cpu::token_blocks(p.T) * p.E) * sizeof(int64_t));
 }
 
+void add_token_csr(Plan &p) {
+  p.ws_slot[cpu::kSlotCsrOffsets] =
+      p.workspace.add("csr_offsets", static_cast<uint64_t>(p.T + 1) * sizeof(int64_t));
+  p.ws_slot[cpu::kSlotCsrSlots] =
+      p.workspace.add("csr_slots", static_cast<uint64_t>(p.R) * sizeof(int64_t));
+}
+
+void add_slot_values(Plan &p) {
+  p.ws_slot[cpu::kSlotSlotValues] =
+      p.workspace.add("slot_values", static_cast<uint64_t>(p.R) * sizeof(float));
+}
+
 // Forward: writes [R, H]; drop-less needs the expert-major ranks.
 Status prepare_permute(Plan &p) {
   p.stream_stores = streams(p, p.R);
@@ -33,12 +45,27 @@ Status prepare_permute(Plan &p) {
 Status prepare_permute_grad(Plan &p) {
   p.stream_stores = streams(p, p.T);
   if (!p.drop_and_pad && p.probs == ProbsWork::compute) add_block_ranks(p);
+  if (p.drop_and_pad) add_token_csr(p);
+  return Status::success();
+}
+
+// Unpermute: writes [T, H]; drop-and-pad groups slots by token and keeps their weights.
+Status prepare_unpermute(Plan &p) {
+  p.stream_stores = streams(p, p.T);
   if (p.drop_and_pad) {
-    p.ws_slot[cpu::kSlotCsrOffsets] =
-        p.workspace.add("csr_offsets", static_cast<uint64_t>(p.T + 1) * sizeof(int64_t));
-    p.ws_slot[cpu::kSlotCsrSlots] =
-        p.workspace.add("csr_slots", static_cast<uint64_t>(p.R) * sizeof(int64_t));
+    add_token_csr(p);
+    add_slot_values(p);
   }
+  return Status::success();
+}
+
+// Unpermute Grad: writes [R, H]; outIndex's uniqueness check records each row's first
+// slot; drop-and-pad dP keeps its dot products in slot order.
+Status prepare_unpermute_grad(Plan &p) {
+  p.stream_stores = streams(p, p.R);
+  p.ws_slot[cpu::kSlotFirstNamed] =
+      p.workspace.add("first_named", static_cast<uint64_t>(p.R) * sizeof(int64_t));
+  if (p.drop_and_pad && p.probs == ProbsWork::compute) add_slot_values(p);
   return Status::success();
 }
 
@@ -48,8 +75,9 @@ constexpr KernelTable<CpuKernel> kKernels{
     {Op::permute, {prepare_permute, cpu::permute_dropless, cpu::permute_drop_and_pad}},
     {Op::permute_grad,
      {prepare_permute_grad, cpu::permute_grad_dropless, cpu::permute_grad_drop_and_pad}},
-    {Op::unpermute, kNotImplemented},  // next: the unpermute pair's CPU kernels (issue 12)
-    {Op::unpermute_grad, kNotImplemented},
+    {Op::unpermute, {prepare_unpermute, cpu::unpermute_dropless, cpu::unpermute_drop_and_pad}},
+    {Op::unpermute_grad,
+     {prepare_unpermute_grad, cpu::unpermute_grad_dropless, cpu::unpermute_grad_drop_and_pad}},
 };
 static_assert(kKernels.lists_every_op(), "the CPU backend needs a line for every Op");
 

@@ -50,16 +50,67 @@ Status expert_block_ranks(const Plan &p, const void *map, int64_t *ranks, int64_
 }
 
 int64_t first_bad_index(const Plan &p, const void *sorted_indices) {
-  const IndexRange range = index_range(p);
+  return first_bad_index(p, 0, sorted_indices);
+}
+
+int64_t first_bad_index(const Plan &p, int rule, const void *indices) {
+  const OpDesc &d = op_desc(p.op);
+  const IndexRange range = index_range(d, p, rule);
   constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
   int64_t first = kNone;
-  const VectorGeom g = p.sorted_indices();
+  const VectorGeom g = p.vector(d.index_rules[static_cast<size_t>(rule)].role);
 #pragma omp parallel for num_threads(num_threads()) schedule(static) reduction(min : first)
   for (int64_t j = 0; j < g.len; ++j) {
-    const int64_t s = *elem<int32_t>(sorted_indices, g.at(j));
+    const int64_t s = *elem<int32_t>(indices, g.at(j));
     if (!range.contains(s)) first = std::min(first, j);
   }
   return first == kNone ? -1 : first;
+}
+
+Status check_index_rules(const Plan &p, const Buffers &b, int64_t *first_named) {
+  const OpDesc &d = op_desc(p.op);
+  for (size_t rule = 0; rule < d.index_rules.size(); ++rule) {
+    const IndexRule &r = d.index_rules[rule];
+    if (!applies(r.mode, p.drop_and_pad)) continue;
+    const int i = static_cast<int>(rule);
+    const VectorGeom g = p.vector(r.role);
+    auto at = [&](int64_t j) { return int64_t{*elem<int32_t>(b[r.role], g.at(j))}; };
+    if (const int64_t j = first_bad_index(p, i, b[r.role]); j >= 0)
+      return bad_index(p, i, j, at(j));
+    const IndexRange range = index_range(d, p, i);
+    if (!range.unique) continue;
+    // Serial and in ascending j, so the message names the first repeat (R reads: cheap
+    // next to the rows the kernel then moves).
+    std::fill(first_named, first_named + range.bound, int64_t{-1});
+    for (int64_t j = 0; j < g.len; ++j) {
+      const int64_t x = at(j);
+      if (x < 0) continue;
+      if (first_named[x] >= 0) return repeated_index(p, i, j, x, first_named[x]);
+      first_named[x] = j;
+    }
+  }
+  return Status::success();
+}
+
+void build_token_csr(const Plan &p, const void *token_ids, const VectorGeom &g, int64_t *offsets,
+                     int64_t *slots) {
+  auto id = [&](int64_t j) { return int64_t{*elem<int32_t>(token_ids, g.at(j))}; };
+  std::fill(offsets, offsets + p.T + 1, int64_t{0});
+  for (int64_t j = 0; j < g.len; ++j) ++offsets[id(j) + 1];
+  for (int64_t t = 0; t < p.T; ++t) offsets[t + 1] += offsets[t];
+  // Fill using offsets[t] as a cursor, then shift back so offsets[t] is token t's start.
+  for (int64_t j = 0; j < g.len; ++j) slots[offsets[id(j)]++] = j;
+  for (int64_t t = p.T; t > 0; --t) offsets[t] = offsets[t - 1];
+  offsets[0] = 0;
+}
+
+int64_t experts_of(const Plan &p, const void *map, int64_t t, int64_t *experts, int64_t max_n) {
+  const uint8_t *m = map_row(p, map, t);
+  const int64_t mcs = p.routing_map().col_stride;
+  int64_t n = 0;
+  for (int64_t e = 0; e < p.E && n < max_n; ++e)
+    if (m[e * mcs] != 0) experts[n++] = e;
+  return n;
 }
 
 void zero_probs_output(const Plan &p, const Buffers &b) {

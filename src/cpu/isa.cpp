@@ -32,7 +32,8 @@ bool isa_supported(Isa isa) {
   __builtin_cpu_init();
   switch (isa) {
     case Isa::scalar: return true;
-    case Isa::avx2: return __builtin_cpu_supports("avx2") && has_f16c();
+    case Isa::avx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
     case Isa::avx512:
       return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
              __builtin_cpu_supports("avx512vl");

@@ -25,10 +25,29 @@ using SumRowsFn = void (*)(void *dst, const void *const *srcs, int64_t nsrc, int
 // Copies n bytes; with `stream`, non-temporal stores where aligned.
 using CopyFn = void (*)(void *dst, const void *src, int64_t bytes, bool stream);
 
+// dst[0..n) = round(+0 + sum over k ascending of f32(srcs[k][h]) * weights[k]), each product
+// rounded to fp32 (sum_scaled) or to the storage dtype (sum_scaled_rounded) before it is
+// added (SPEC-unpermute U1).
+using SumScaledFn = void (*)(void *dst, const void *const *srcs, const float *weights, int64_t nsrc,
+                             int64_t n, bool stream);
+// dst[0..n) = round(f32(src[h]) * w) (SPEC-unpermute U2's dX).
+using ScaleRowFn = void (*)(void *dst, const void *src, float w, int64_t n, bool stream);
+// SPEC-unpermute U3's dot product of two rows of n elements, in fp32.
+using DotFn = float (*)(const void *a, const void *b, int64_t n);
+
+// The row kernels of one value type.
+struct TypedRowKernels {
+  SumRowsFn sum_rows;
+  SumScaledFn sum_scaled;
+  SumScaledFn sum_scaled_rounded;
+  ScaleRowFn scale_row;
+  DotFn dot;
+};
+
 struct RowKernels {
-  SumRowsFn sum_rows_bf16;
-  SumRowsFn sum_rows_f16;
-  SumRowsFn sum_rows_f32;
+  TypedRowKernels bf16;
+  TypedRowKernels f16;
+  TypedRowKernels f32;
   CopyFn copy;
   void (*store_fence)();  // orders the non-temporal stores of the calling thread
 };

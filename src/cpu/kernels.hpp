@@ -23,7 +23,11 @@ inline int64_t token_blocks(int64_t T) { return (T + kTokenBlock - 1) / kTokenBl
 inline constexpr int kSlotBlockRanks = 0;  // int64 [blocks, E]: expert-major rank bases
 inline constexpr int kSlotCsrOffsets = 0;  // int64 [T + 1]: drop-and-pad slots per token
 inline constexpr int kSlotCsrSlots = 1;    // int64 [R]: slot ids j grouped by token, ascending
-inline constexpr int kSlotCount = 2;
+inline constexpr int kSlotFirstNamed = 2;  // int64 [R]: first slot naming each row (Grad)
+// float [R], one value per slot: the unpermute's weights in token (CSR) order, or the
+// unpermute Grad's dot products in slot order.
+inline constexpr int kSlotSlotValues = 3;
+inline constexpr int kSlotCount = 4;
 static_assert(kSlotCount <= WorkspaceLayout::kMaxSlots, "the CPU backend's slots must fit");
 
 // The expert-major rank bases of SPEC §2's list f: on return ranks[b*E + e] is the position
@@ -33,13 +37,33 @@ Status expert_block_ranks(const Plan &p, const void *routing_map, int64_t *ranks
                           int64_t max_per_row);
 
 // The first position of a sorted index outside the operator's range for the plan's mode
-// (index_range, Note [Index validation]); -1 if none.
+// (index_range, Note [Index validation]); -1 if none. The second form checks the values of
+// index rule `rule` (op_desc(p.op).index_rules).
 int64_t first_bad_index(const Plan &p, const void *sorted_indices);
+int64_t first_bad_index(const Plan &p, int rule, const void *indices);
+
+// Every index rule of the plan's operator and mode, in order: range, then (for a `unique`
+// rule) no value twice. first_named: workspace of the largest unique rule's bound; on
+// success it holds, for each value x of the last unique rule, the first position naming x
+// (-1: none). The first failure is returned with the catalog's message.
+Status check_index_rules(const Plan &p, const Buffers &b, int64_t *first_named);
+
+// Counting sort of positions j < g.len by token id (int32 at g): on return token t's
+// positions are slots[offsets[t] .. offsets[t + 1]), ascending. offsets: [T + 1], slots: [len].
+void build_token_csr(const Plan &p, const void *token_ids, const VectorGeom &g, int64_t *offsets,
+                     int64_t *slots);
+
+// Token t's first (at most max_n) routed experts, ascending, into experts[0..n); returns n.
+int64_t experts_of(const Plan &p, const void *map, int64_t t, int64_t *experts, int64_t max_n);
 
 Status permute_dropless(const Plan &p, const Buffers &b, std::byte *ws);
 Status permute_drop_and_pad(const Plan &p, const Buffers &b, std::byte *ws);
 Status permute_grad_dropless(const Plan &p, const Buffers &b, std::byte *ws);
 Status permute_grad_drop_and_pad(const Plan &p, const Buffers &b, std::byte *ws);
+Status unpermute_dropless(const Plan &p, const Buffers &b, std::byte *ws);
+Status unpermute_drop_and_pad(const Plan &p, const Buffers &b, std::byte *ws);
+Status unpermute_grad_dropless(const Plan &p, const Buffers &b, std::byte *ws);
+Status unpermute_grad_drop_and_pad(const Plan &p, const Buffers &b, std::byte *ws);
 
 // Writes +0 to every element of the probs output, whichever role it has (the [R] permuted
 // probs of the forward, the [T, E] dense probs of the backward).

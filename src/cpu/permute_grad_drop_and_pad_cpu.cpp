@@ -39,16 +39,10 @@ Status permute_grad_drop_and_pad(const Plan &p, const Buffers &b, std::byte *ws)
   // Counting sort of slots by token id; stable, so each token's slots stay ascending.
   int64_t *offsets = p.workspace.at<int64_t>(ws, p.ws_slot[kSlotCsrOffsets]);
   int64_t *slots = p.workspace.at<int64_t>(ws, p.ws_slot[kSlotCsrSlots]);
+  build_token_csr(p, b.sorted_indices(), p.sorted_indices(), offsets, slots);
   auto S = [&](int64_t j) {
     return int64_t{*elem<int32_t>(b.sorted_indices(), p.sorted_indices().at(j))};
   };
-  std::fill(offsets, offsets + p.T + 1, int64_t{0});
-  for (int64_t j = 0; j < p.R; ++j) ++offsets[S(j) + 1];
-  for (int64_t t = 0; t < p.T; ++t) offsets[t + 1] += offsets[t];
-  // Fill using offsets[t] as a cursor, then shift back so offsets[t] is token t's start.
-  for (int64_t j = 0; j < p.R; ++j) slots[offsets[S(j)]++] = j;
-  for (int64_t t = p.T; t > 0; --t) offsets[t] = offsets[t - 1];
-  offsets[0] = 0;
 
   sum_tokens(p, b, offsets, slots);
 

@@ -4,12 +4,17 @@
 // into baseline code through a shared inline symbol). Include no headers from here.
 //
 // A Vec policy provides, for one (ISA, value type):
-//   using S (storage), Scalar (Bf16/F16/F32 of backend/fp_conversion.hpp), reg; W (lanes);
-//   zero(), load(const S*), load_acc(const float*), store_acc(float*, reg), add(reg, reg),
-//   store(S*, reg, bool stream)   (stream only when the address is W*sizeof(S)-aligned).
+//   using S (storage), Scalar (Bf16/F16/F32 of backend/fp_conversion.hpp), reg; W (lanes, a
+//   divisor of 32); zero(), set1(float), load(const S*), load_acc(const float*),
+//   store_acc(float*, reg), add(reg, reg), mul(reg, reg), fma(reg, reg, reg),
+//   fma1(float, float, float) (one lane), store(S*, reg, bool stream) (stream only when the
+//   address is W*sizeof(S)-aligned).
+// The including file provides std::fma (<cmath>) and the types of cpu/isa.hpp.
 //
 // By Note [Determinism], every output element is +0 plus its sources in ascending k, in fp32,
-// rounded once; lanes are independent elements, so the vector width changes nothing.
+// rounded once; lanes are independent elements, so the vector width changes nothing. The
+// CPU layer is compiled with contraction off, so a mul followed by an add stays two
+// roundings (SPEC-unpermute U1); only dot_impl fuses, by U3's definition.
 
 // Elements per tile of the fp32 accumulator (4 KiB, L1-resident); a multiple of every W.
 inline constexpr int64_t kSumTile = 1024;
@@ -23,14 +28,58 @@ inline constexpr int kUnroll = 4;
 // accumulator never leaves registers.
 inline constexpr int64_t kSumGroup = 8;
 
+// How a source row enters a sum (SPEC-unpermute U1): as it is; times its weight (an fp32
+// product); or times its weight rounded to the storage dtype (drop-and-pad with probs of
+// the token dtype: CANN multiplies in that dtype).
+enum class Term { plain, scaled, scaled_rounded };
+
 template <class Vec>
-void sum_rows_impl(void *dst_v, const void *const *srcs_v, int64_t nsrc, int64_t n, bool stream) {
-  using S = typename Vec::S;
+typename Vec::reg round_to_storage(typename Vec::reg x) {
+  if constexpr (sizeof(typename Vec::S) == sizeof(float)) {
+    return x;
+  } else {
+    alignas(64) typename Vec::S tmp[Vec::W];
+    Vec::store(tmp, x, false);
+    return Vec::load(tmp);
+  }
+}
+
+template <class Vec, Term kTerm>
+typename Vec::reg term(const typename Vec::S *src, typename Vec::reg w) {
+  if constexpr (kTerm == Term::plain) {
+    (void)w;
+    return Vec::load(src);
+  } else if constexpr (kTerm == Term::scaled) {
+    return Vec::mul(Vec::load(src), w);
+  } else {
+    return round_to_storage<Vec>(Vec::mul(Vec::load(src), w));
+  }
+}
+
+template <class Vec, Term kTerm>
+float term1(typename Vec::S src, float w) {
   using Scalar = typename Vec::Scalar;
+  if constexpr (kTerm == Term::plain) {
+    (void)w;
+    return Scalar::load(src);
+  } else if constexpr (kTerm == Term::scaled) {
+    return Scalar::load(src) * w;
+  } else {
+    return Scalar::load(Scalar::store(Scalar::load(src) * w));
+  }
+}
+
+// dst[0..n) = round(+0 + sum over k ascending of term(srcs[k], weights[k])); weights may be
+// null for Term::plain.
+template <class Vec, Term kTerm>
+void sum_impl(void *dst_v, const void *const *srcs_v, const float *weights, int64_t nsrc, int64_t n,
+              bool stream) {
+  using S = typename Vec::S;
   constexpr int64_t W = Vec::W;
   S *dst = static_cast<S *>(dst_v);
   const S *const *srcs = reinterpret_cast<const S *const *>(srcs_v);
   const bool nt = stream && reinterpret_cast<uintptr_t>(dst) % (W * sizeof(S)) == 0;
+  auto weight = [&](int64_t k) { return kTerm == Term::plain ? 1.0f : weights[k]; };
   alignas(64) float acc[kSumTile];
   for (int64_t h0 = 0; h0 < n; h0 += kSumTile) {
     const int64_t m = n - h0 < kSumTile ? n - h0 : kSumTile;
@@ -49,8 +98,9 @@ void sum_rows_impl(void *dst_v, const void *const *srcs_v, int64_t nsrc, int64_t
           x[u] = first ? Vec::zero() : Vec::load_acc(acc + i + u * W);
         for (int64_t k = g0; k < g1; ++k) {
           const S *src = srcs[k] + h0 + i;
+          const typename Vec::reg w = Vec::set1(weight(k));
           Vec::prefetch(src + kPrefetchAhead / static_cast<int64_t>(sizeof(S)));
-          for (int u = 0; u < kUnroll; ++u) x[u] = Vec::add(x[u], Vec::load(src + u * W));
+          for (int u = 0; u < kUnroll; ++u) x[u] = Vec::add(x[u], term<Vec, kTerm>(src + u * W, w));
         }
         for (int u = 0; u < kUnroll; ++u) {
           if (last)
@@ -61,7 +111,8 @@ void sum_rows_impl(void *dst_v, const void *const *srcs_v, int64_t nsrc, int64_t
       }
       for (int64_t i = mu; i < mv; i += W) {
         typename Vec::reg x = first ? Vec::zero() : Vec::load_acc(acc + i);
-        for (int64_t k = g0; k < g1; ++k) x = Vec::add(x, Vec::load(srcs[k] + h0 + i));
+        for (int64_t k = g0; k < g1; ++k)
+          x = Vec::add(x, term<Vec, kTerm>(srcs[k] + h0 + i, Vec::set1(weight(k))));
         if (last)
           Vec::store(dst + h0 + i, x, nt);
         else
@@ -69,13 +120,72 @@ void sum_rows_impl(void *dst_v, const void *const *srcs_v, int64_t nsrc, int64_t
       }
       for (int64_t i = mv; i < m; ++i) {
         float x = first ? 0.0f : acc[i];
-        for (int64_t k = g0; k < g1; ++k) x += Scalar::load(srcs[k][h0 + i]);
+        for (int64_t k = g0; k < g1; ++k) x += term1<Vec, kTerm>(srcs[k][h0 + i], weight(k));
         if (last)
-          dst[h0 + i] = Scalar::store(x);
+          dst[h0 + i] = Vec::Scalar::store(x);
         else
           acc[i] = x;
       }
       g0 = g1;
     } while (g0 < nsrc);
   }
+}
+
+template <class Vec>
+void sum_rows_impl(void *dst, const void *const *srcs, int64_t nsrc, int64_t n, bool stream) {
+  sum_impl<Vec, Term::plain>(dst, srcs, nullptr, nsrc, n, stream);
+}
+
+// dst[0..n) = round(f32(src[h]) * w): one product, one rounding (no +0 added, so a -0
+// product stays -0; SPEC-unpermute U2's dX).
+template <class Vec>
+void scale_row_impl(void *dst_v, const void *src_v, float w, int64_t n, bool stream) {
+  using S = typename Vec::S;
+  constexpr int64_t W = Vec::W;
+  S *dst = static_cast<S *>(dst_v);
+  const S *src = static_cast<const S *>(src_v);
+  const bool nt = stream && reinterpret_cast<uintptr_t>(dst) % (W * sizeof(S)) == 0;
+  const typename Vec::reg wv = Vec::set1(w);
+  const int64_t nv = n - n % W;
+  for (int64_t i = 0; i < nv; i += W) {
+    Vec::prefetch(src + i + kPrefetchAhead / static_cast<int64_t>(sizeof(S)));
+    Vec::store(dst + i, Vec::mul(Vec::load(src + i), wv), nt);
+  }
+  for (int64_t i = nv; i < n; ++i) dst[i] = Vec::Scalar::store(Vec::Scalar::load(src[i]) * w);
+}
+
+// SPEC-unpermute U3's dot product: part[l] = fma over h = l, l + 32, ... ascending from +0,
+// then part[l] += part[l + w] for w = 16, 8, 4, 2, 1; part[0]. 32 / W registers hold the
+// 32 partial sums, lane for lane, so every ISA gives the same bits.
+template <class Vec>
+float dot_impl(const void *a_v, const void *b_v, int64_t n) {
+  using S = typename Vec::S;
+  using Scalar = typename Vec::Scalar;
+  constexpr int64_t W = Vec::W, kRegs = 32 / W;
+  static_assert(32 % W == 0, "the 32 partial sums must fill whole registers");
+  const S *a = static_cast<const S *>(a_v);
+  const S *b = static_cast<const S *>(b_v);
+  typename Vec::reg part[kRegs];
+  for (int64_t j = 0; j < kRegs; ++j) part[j] = Vec::zero();
+  int64_t h0 = 0;
+  for (; h0 + 32 <= n; h0 += 32)
+    for (int64_t j = 0; j < kRegs; ++j)
+      part[j] = Vec::fma(Vec::load(a + h0 + j * W), Vec::load(b + h0 + j * W), part[j]);
+  alignas(64) float lanes[32];
+  for (int64_t j = 0; j < kRegs; ++j) Vec::store_acc(lanes + j * W, part[j]);
+  for (int64_t h = h0; h < n; ++h)
+    lanes[h - h0] = Vec::fma1(Scalar::load(a[h]), Scalar::load(b[h]), lanes[h - h0]);
+  for (int64_t w = 16; w >= 1; w /= 2)
+    for (int64_t l = 0; l < w; ++l) lanes[l] += lanes[l + w];
+  return lanes[0];
+}
+
+// The kernels of one value type, for the ISA's table.
+template <class Vec>
+constexpr TypedRowKernels typed_kernels() {
+  return {.sum_rows = sum_rows_impl<Vec>,
+          .sum_scaled = sum_impl<Vec, Term::scaled>,
+          .sum_scaled_rounded = sum_impl<Vec, Term::scaled_rounded>,
+          .scale_row = scale_row_impl<Vec>,
+          .dot = dot_impl<Vec>};
 }

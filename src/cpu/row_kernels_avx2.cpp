@@ -1,7 +1,8 @@
-// AVX2 + F16C row kernels (8 lanes). Compiled for AVX2 through `#pragma GCC target` only
-// here; called only when the CPU reports avx2 and f16c (isa.cpp).
+// AVX2 + F16C + FMA row kernels (8 lanes). Compiled for AVX2 through `#pragma GCC target` only
+// here; called only when the CPU reports avx2, f16c and fma (isa.cpp).
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -11,10 +12,10 @@
 // Clang has no `#pragma GCC target`; its equivalent attaches the target to every function
 // defined in the region (the fuzz preset builds the library with clang).
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,f16c"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx2,f16c,fma"))), apply_to = function)
 #else
 #pragma GCC push_options
-#pragma GCC target("avx2,f16c")
+#pragma GCC target("avx2,f16c,fma")
 #endif
 
 namespace moeperm::detail::cpu {
@@ -26,7 +27,11 @@ struct Avx2Base {
   static reg zero() { return _mm256_setzero_ps(); }
   static reg load_acc(const float *p) { return _mm256_load_ps(p); }
   static void store_acc(float *p, reg x) { _mm256_store_ps(p, x); }
+  static reg set1(float x) { return _mm256_set1_ps(x); }
   static reg add(reg a, reg b) { return _mm256_add_ps(a, b); }
+  static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
+  static reg fma(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
+  static float fma1(float a, float b, float c) { return std::fma(a, b, c); }
   static void prefetch(const void *p) { _mm_prefetch(static_cast<const char *>(p), _MM_HINT_T0); }
   static void store16(void *p, __m128i v, bool stream) {
     if (stream)
@@ -114,9 +119,9 @@ void fence() { _mm_sfence(); }
 }  // namespace
 
 const RowKernels kRowKernelsAvx2{
-    .sum_rows_bf16 = sum_rows_impl<Avx2Bf16>,
-    .sum_rows_f16 = sum_rows_impl<Avx2F16>,
-    .sum_rows_f32 = sum_rows_impl<Avx2F32>,
+    .bf16 = typed_kernels<Avx2Bf16>(),
+    .f16 = typed_kernels<Avx2F16>(),
+    .f32 = typed_kernels<Avx2F32>(),
     .copy = copy_avx2,
     .store_fence = fence,
 };

@@ -2,6 +2,7 @@
 // `#pragma GCC target` only here; called only when the CPU reports it (isa.cpp).
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -31,7 +32,11 @@ struct Avx512Base {
   static reg zero() { return _mm512_setzero_ps(); }
   static reg load_acc(const float *p) { return _mm512_load_ps(p); }
   static void store_acc(float *p, reg x) { _mm512_store_ps(p, x); }
+  static reg set1(float x) { return _mm512_set1_ps(x); }
   static reg add(reg a, reg b) { return _mm512_add_ps(a, b); }
+  static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
+  static reg fma(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
+  static float fma1(float a, float b, float c) { return std::fma(a, b, c); }
   static void prefetch(const void *p) { _mm_prefetch(static_cast<const char *>(p), _MM_HINT_T0); }
   static void store32(void *p, __m256i v, bool stream) {
     if (stream)
@@ -111,9 +116,9 @@ void fence() { _mm_sfence(); }
 }  // namespace
 
 const RowKernels kRowKernelsAvx512{
-    .sum_rows_bf16 = sum_rows_impl<Avx512Bf16>,
-    .sum_rows_f16 = sum_rows_impl<Avx512F16>,
-    .sum_rows_f32 = sum_rows_impl<Avx512F32>,
+    .bf16 = typed_kernels<Avx512Bf16>(),
+    .f16 = typed_kernels<Avx512F16>(),
+    .f32 = typed_kernels<Avx512F32>(),
     .copy = copy_avx512,
     .store_fence = fence,
 };

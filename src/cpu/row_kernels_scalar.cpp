@@ -1,4 +1,5 @@
 // Baseline row kernels: one lane, no vector instructions beyond the build's baseline.
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -18,7 +19,11 @@ struct ScalarVec {
   static reg load(const S *p) { return T::load(*p); }
   static reg load_acc(const float *p) { return *p; }
   static void store_acc(float *p, reg x) { *p = x; }
+  static reg set1(float x) { return x; }
   static reg add(reg a, reg b) { return a + b; }
+  static reg mul(reg a, reg b) { return a * b; }
+  static reg fma(reg a, reg b, reg c) { return std::fma(a, b, c); }
+  static float fma1(float a, float b, float c) { return std::fma(a, b, c); }
   static void prefetch(const void *) {}
   static void store(S *p, reg x, bool) { *p = T::store(x); }
 };
@@ -33,9 +38,9 @@ void no_fence() {}
 }  // namespace
 
 const RowKernels kRowKernelsScalar{
-    .sum_rows_bf16 = sum_rows_impl<ScalarVec<Bf16>>,
-    .sum_rows_f16 = sum_rows_impl<ScalarVec<F16>>,
-    .sum_rows_f32 = sum_rows_impl<ScalarVec<F32>>,
+    .bf16 = typed_kernels<ScalarVec<Bf16>>(),
+    .f16 = typed_kernels<ScalarVec<F16>>(),
+    .f32 = typed_kernels<ScalarVec<F32>>(),
     .copy = copy_plain,
     .store_fence = no_fence,
 };

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -22,21 +23,31 @@ inline const RowKernels &kernels_of(const Plan &p) {
   return row_kernels(static_cast<Isa>(p.variant));
 }
 
-inline SumRowsFn sum_rows_fn(const RowKernels &k, DType dtype) {
-  return dtype == DType::bf16  ? k.sum_rows_bf16
-         : dtype == DType::f16 ? k.sum_rows_f16
-                               : k.sum_rows_f32;
+inline const TypedRowKernels &typed(const RowKernels &k, DType dtype) {
+  return dtype == DType::bf16 ? k.bf16 : dtype == DType::f16 ? k.f16 : k.f32;
 }
+
+// The weights of a sum's source rows (SPEC-unpermute U1): none (each row as it is), fp32
+// products, or products rounded to the token dtype (drop-and-pad with same-dtype probs).
+struct SumWeights {
+  const float *w = nullptr;  // w[i] for source i; null: unweighted
+  bool round_products = false;
+};
 
 // Address of element (r, 0) of matrix g.
 inline void *row_ptr(void *base, const MatrixGeom &g, int64_t r, int64_t esize) {
   return static_cast<char *>(base) + g.at(r, 0) * esize;
 }
+inline const void *row_ptr(const void *base, const MatrixGeom &g, int64_t r, int64_t esize) {
+  return static_cast<const char *>(base) + g.at(r, 0) * esize;
+}
 
 // Generic path for strided rows: output row t of `tokens` = sum of rows row_at(i),
-// i < count, of `permuted`, in ascending i. The same arithmetic as the row kernels.
+// i < count, of `permuted`, in ascending i, weighted by `weights`. The same arithmetic as
+// the row kernels.
 template <class V, class RowAt>
-void sum_rows_strided(const Plan &p, const Buffers &b, int64_t t, int64_t count, RowAt row_at) {
+void sum_rows_strided(const Plan &p, const Buffers &b, int64_t t, int64_t count, RowAt row_at,
+                      SumWeights weights) {
   using S = typename V::storage;
   alignas(64) float acc[kAccChunk];
   for (int64_t h0 = 0; h0 < p.H; h0 += kAccChunk) {
@@ -44,32 +55,76 @@ void sum_rows_strided(const Plan &p, const Buffers &b, int64_t t, int64_t count,
     std::fill(acc, acc + n, 0.0f);
     for (int64_t i = 0; i < count; ++i) {
       const S *src = elem<S>(b.permuted(), p.permuted().at(row_at(i), h0));
-      for (int64_t h = 0; h < n; ++h) acc[h] += V::load(src[h * p.permuted().col_stride]);
+      if (!weights.w) {
+        for (int64_t h = 0; h < n; ++h) acc[h] += V::load(src[h * p.permuted().col_stride]);
+        continue;
+      }
+      const float w = weights.w[i];
+      for (int64_t h = 0; h < n; ++h) {
+        float x = V::load(src[h * p.permuted().col_stride]) * w;
+        if (weights.round_products) x = V::load(V::store(x));
+        acc[h] += x;
+      }
     }
     S *dst = elem<S>(b.tokens(), p.tokens().at(t, h0));
     for (int64_t h = 0; h < n; ++h) dst[h * p.tokens().col_stride] = V::store(acc[h]);
   }
 }
 
-// Output row t of `tokens` = sum of rows row_at(i), i < count, of `permuted`: the ISA row
-// kernel when rows are contiguous and few enough to gather, else the strided path.
+// Output row t of `tokens` = sum of rows row_at(i), i < count, of `permuted` (weighted by
+// `weights`): the ISA row kernel when rows are contiguous and few enough to gather, else
+// the strided path.
 template <class RowAt>
 void sum_rows_into(const Plan &p, const Buffers &b, const RowKernels &rk, int64_t t, int64_t count,
-                   RowAt row_at) {
+                   RowAt row_at, SumWeights weights = {}) {
   const int64_t es = element_size(p.value_dtype);
   if (p.permuted().col_stride == 1 && p.tokens().col_stride == 1 && count <= kMaxGather) {
     const void *srcs[kMaxGather];
     for (int64_t i = 0; i < count; ++i)
       srcs[i] = row_ptr(b.permuted(), p.permuted(), row_at(i), es);
-    sum_rows_fn(rk, p.value_dtype)(row_ptr(b.tokens(), p.tokens(), t, es), srcs, count, p.H,
-                                   p.stream_stores);
+    void *dst = row_ptr(b.tokens(), p.tokens(), t, es);
+    const TypedRowKernels &k = typed(rk, p.value_dtype);
+    if (!weights.w)
+      k.sum_rows(dst, srcs, count, p.H, p.stream_stores);
+    else
+      (weights.round_products ? k.sum_scaled_rounded : k.sum_scaled)(dst, srcs, weights.w, count,
+                                                                     p.H, p.stream_stores);
     return;
   }
   switch (p.value_dtype) {
-    case DType::bf16: sum_rows_strided<Bf16>(p, b, t, count, row_at); break;
-    case DType::f16: sum_rows_strided<F16>(p, b, t, count, row_at); break;
-    default: sum_rows_strided<F32>(p, b, t, count, row_at); break;
+    case DType::bf16: sum_rows_strided<Bf16>(p, b, t, count, row_at, weights); break;
+    case DType::f16: sum_rows_strided<F16>(p, b, t, count, row_at, weights); break;
+    default: sum_rows_strided<F32>(p, b, t, count, row_at, weights); break;
   }
+}
+
+// Row dr of dst = round(f32(row sr of src) * w), element by element (same dtype).
+inline void scale_row(void *dst, const MatrixGeom &dg, int64_t dr, const void *src,
+                      const MatrixGeom &sg, int64_t sr, float w, DType dtype, const RowKernels &rk,
+                      bool stream) {
+  const int64_t es = element_size(dtype);
+  if (dg.col_stride == 1 && sg.col_stride == 1) {
+    typed(rk, dtype).scale_row(row_ptr(dst, dg, dr, es), row_ptr(src, sg, sr, es), w, dg.cols,
+                               stream);
+    return;
+  }
+  for (int64_t h = 0; h < dg.cols; ++h)
+    store_value(dtype, dst, dg.at(dr, h), load_value(dtype, src, sg.at(sr, h)) * w);
+}
+
+// SPEC-unpermute U3's dot product of row ar of a and row br of b (same dtype, H = a's cols).
+inline float dot_rows(const void *a, const MatrixGeom &ag, int64_t ar, const void *b,
+                      const MatrixGeom &bg, int64_t br, DType dtype, const RowKernels &rk) {
+  const int64_t es = element_size(dtype);
+  if (ag.col_stride == 1 && bg.col_stride == 1)
+    return typed(rk, dtype).dot(row_ptr(a, ag, ar, es), row_ptr(b, bg, br, es), ag.cols);
+  float part[32] = {};
+  for (int64_t h = 0; h < ag.cols; ++h)
+    part[h % 32] = std::fma(load_value(dtype, a, ag.at(ar, h)), load_value(dtype, b, bg.at(br, h)),
+                            part[h % 32]);
+  for (int64_t w = 16; w >= 1; w /= 2)
+    for (int64_t l = 0; l < w; ++l) part[l] += part[l + w];
+  return part[0];
 }
 
 // Copies row sr of src into row dr of dst (same element size, pure data movement).

@@ -8,22 +8,6 @@
 
 namespace moeperm::detail::ref {
 
-inline float load_value(DType dtype, const void *base, int64_t offset) {
-  switch (dtype) {
-    case DType::bf16: return bf16_to_f32(*elem<uint16_t>(base, offset));
-    case DType::f16: return f16_to_f32(*elem<uint16_t>(base, offset));
-    default: return *elem<float>(base, offset);
-  }
-}
-
-inline void store_value(DType dtype, void *base, int64_t offset, float v) {
-  switch (dtype) {
-    case DType::bf16: *elem<uint16_t>(base, offset) = f32_to_bf16(v); break;
-    case DType::f16: *elem<uint16_t>(base, offset) = f32_to_f16(v); break;
-    default: *elem<float>(base, offset) = v; break;
-  }
-}
-
 // Stores +0 of a float dtype (all-zero bits for bf16, fp16 and fp32).
 inline void store_zero(DType dtype, void *base, int64_t offset) {
   zero_elem(base, offset, element_size(dtype));

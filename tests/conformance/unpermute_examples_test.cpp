@@ -3,9 +3,10 @@
 // experts, a zero prob masking a NaN row, drop-and-pad with its side outputs, and both
 // Grad modes with U3's dot products), U5's identity with the permute Grad on a random
 // bf16 problem, and U4's presence rules. Outputs are poisoned (NaN / 0x5A5A5A5A) first.
-// Only the reference implements the pair so far (issue 12: CPU and CUDA kernels next), so
-// the cases run on Backend::automatic and check that the reference took them; the backend
-// matrix joins when the other backends have kernels.
+// Every case runs on each host backend (the reference, and the CPU backend once per ISA
+// variant: its row kernels and dot products differ per variant) and checks that the plan
+// ran there; the data are host vectors, so device backends run the pair in the conformance
+// suites that move problems to the device.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include <random>
 #include <vector>
 
+#include "backend_matrix.hpp"
 #include "testing.hpp"
 
 namespace moeperm::testing {
@@ -37,6 +39,7 @@ void expect_bits(const std::vector<float> &got, const std::vector<float> &want) 
 }
 
 struct Forward {
+  Backend backend = Backend::automatic;
   std::vector<float> x, probs, out, permute_probs;
   std::vector<int32_t> s, out_index, token_id;
   std::vector<int8_t> map;
@@ -52,8 +55,8 @@ struct Forward {
     d.out_index = i32({static_cast<int64_t>(R)});
     d.permute_token_id = i32({static_cast<int64_t>(R)});
     if (!d.permute_probs) d.permute_probs = f32({static_cast<int64_t>(R)});  // zero-filled
-    const Plan plan = plan_unpermute(d);
-    EXPECT_STREQ(plan.backend_name(), "reference");
+    const Plan plan = plan_unpermute(d, {.backend = backend});
+    expect_planned_on(plan, backend);
     std::vector<std::byte> ws(plan.workspace_bytes());
     moeperm::run(plan,
                  UnpermuteData{x.data(), s.data(), d.routing_map ? map.data() : nullptr,
@@ -63,8 +66,11 @@ struct Forward {
   }
 };
 
-TEST(UnpermuteExample, DroplessWithoutProbsSumsEachTokensRows) {
-  Forward f;  // T = 2, K = 2, H = 2: slot t*K + k holds row S[t*K + k]
+class UnpermuteExample : public BackendCase<> {};
+
+TEST_P(UnpermuteExample, DroplessWithoutProbsSumsEachTokensRows) {
+  Forward f;
+  f.backend = backend();  // T = 2, K = 2, H = 2: slot t*K + k holds row S[t*K + k]
   f.x = {1, 2, 3, 4, 5, 6, 7, 8};
   f.s = {0, 2, 1, -1};
   f.d.permuted_tokens = f32({4, 2});
@@ -77,8 +83,10 @@ TEST(UnpermuteExample, DroplessWithoutProbsSumsEachTokensRows) {
   expect_bits(f.permute_probs, {0, 0, 0, 0});
 }
 
-TEST(UnpermuteExample, DroplessWithProbsWeighsSkipsZeroProbsAndMissingExperts) {
-  Forward f;  // T = 2, E = 3, K = 2, H = 2; token 0 -> experts {0, 2}, token 1 -> {1} only
+TEST_P(UnpermuteExample, DroplessWithProbsWeighsSkipsZeroProbsAndMissingExperts) {
+  Forward f;
+  f.backend =
+      backend();  // T = 2, E = 3, K = 2, H = 2; token 0 -> experts {0, 2}, token 1 -> {1} only
   f.x = {1, 2, 3, 4, 5, 6, kNaN, kNaN};  // slot 3 (token 1, k = 1) has no expert: q = 0
   f.s = {0, 1, 2, 3};
   f.map = {1, 0, 1, 0, 1, 0};
@@ -100,8 +108,9 @@ TEST(UnpermuteExample, DroplessWithProbsWeighsSkipsZeroProbsAndMissingExperts) {
   expect_bits(f.out, {0.5f, 1.0f, 10, 12});
 }
 
-TEST(UnpermuteExample, DropAndPadWeighsEveryRowAndSortsItsIndices) {
-  Forward f;  // E = 2, C = 2, R = 4, T = 3, H = 1; S holds each row's token
+TEST_P(UnpermuteExample, DropAndPadWeighsEveryRowAndSortsItsIndices) {
+  Forward f;
+  f.backend = backend();  // E = 2, C = 2, R = 4, T = 3, H = 1; S holds each row's token
   f.x = {1, 2, 3, 4};
   f.s = {2, 0, 0, 1};
   f.probs = {2, 3, 9, 4, 0.5f, 9};  // P[t][e]: rows of expert 0 are j = 0, 1; of 1, j = 2, 3
@@ -118,6 +127,7 @@ TEST(UnpermuteExample, DropAndPadWeighsEveryRowAndSortsItsIndices) {
 }
 
 struct Backward {
+  Backend backend = Backend::automatic;
   std::vector<float> g, x, probs, dx, dp;
   std::vector<int32_t> o, i;
   std::vector<int8_t> map;
@@ -130,8 +140,8 @@ struct Backward {
               kNaN);
     if (d.probs_grad_out)
       dp.assign(static_cast<size_t>(d.probs_grad_out->shape[0] * d.probs_grad_out->shape[1]), kNaN);
-    const Plan plan = plan_unpermute_grad(d);
-    EXPECT_STREQ(plan.backend_name(), "reference");
+    const Plan plan = plan_unpermute_grad(d, {.backend = backend});
+    expect_planned_on(plan, backend);
     std::vector<std::byte> ws(plan.workspace_bytes());
     moeperm::run(plan,
                  UnpermuteGradData{g.data(), o.data(), i.data(), map.empty() ? nullptr : map.data(),
@@ -141,8 +151,11 @@ struct Backward {
   }
 };
 
-TEST(UnpermuteGradExample, DroplessWithProbsScalesRowsAndTakesDotProducts) {
-  Backward b;  // the forward example above: T = 2, E = 3, K = 2, H = 2
+class UnpermuteGradExample : public BackendCase<> {};
+
+TEST_P(UnpermuteGradExample, DroplessWithProbsScalesRowsAndTakesDotProducts) {
+  Backward b;
+  b.backend = backend();  // the forward example above: T = 2, E = 3, K = 2, H = 2
   b.g = {1, 1, 2, 3};
   b.x = {1, 2, 3, 4, 5, 6, kNaN, kNaN};
   b.o = {0, 1, 2, 3};
@@ -162,8 +175,9 @@ TEST(UnpermuteGradExample, DroplessWithProbsScalesRowsAndTakesDotProducts) {
   expect_bits(b.dp, {1 + 2, 0, 3 + 4, 0, 10 + 18, 0});
 }
 
-TEST(UnpermuteGradExample, DropAndPadWithoutProbsCopiesRowsBack) {
-  Backward b;  // the drop-and-pad forward above: its outIndex and permuteTokenId
+TEST_P(UnpermuteGradExample, DropAndPadWithoutProbsCopiesRowsBack) {
+  Backward b;
+  b.backend = backend();  // the drop-and-pad forward above: its outIndex and permuteTokenId
   b.g = {10, 20, 30};
   b.o = {1, 2, 3, 0};
   b.i = {0, 0, 1, 2};
@@ -175,10 +189,11 @@ TEST(UnpermuteGradExample, DropAndPadWithoutProbsCopiesRowsBack) {
   expect_bits(b.dx, {30, 10, 10, 20});  // dX[O[i]] = G[I[i]]
 }
 
-TEST(UnpermuteGradExample, DotProductsFollowU3sOrder) {
+TEST_P(UnpermuteGradExample, DotProductsFollowU3sOrder) {
   // H = 70: partial sums over h = l, l + 32, l + 64, then halving. Values chosen so that
   // the order matters in fp32: a large term and small ones.
   Backward b;
+  b.backend = backend();
   const int64_t H = 70;
   b.g.assign(H, 1.0f);
   b.x.resize(H);
@@ -203,7 +218,9 @@ TEST(UnpermuteGradExample, DotProductsFollowU3sOrder) {
 }
 
 // U5: without probs, the unpermute is the permute Grad's tokens gradient, bit for bit.
-TEST(UnpermuteRelations, WithoutProbsEqualsThePermuteGradsTokensGradient) {
+class UnpermuteRelations : public BackendCase<> {};
+
+TEST_P(UnpermuteRelations, WithoutProbsEqualsThePermuteGradsTokensGradient) {
   const int64_t T = 37, K = 3, H = 21, R = T * K;
   std::mt19937 rng(5);
   std::vector<uint16_t> x(static_cast<size_t>(R * H));
@@ -220,7 +237,8 @@ TEST(UnpermuteRelations, WithoutProbsEqualsThePermuteGradsTokensGradient) {
   u.restore_shape = std::vector<int64_t>{T, H};
   u = infer_outputs(u);
   std::vector<uint16_t> out(static_cast<size_t>(T * H), 0x7fc1);
-  unpermute(u, UnpermuteData{x.data(), s.data(), nullptr, nullptr, out.data()});
+  unpermute(u, UnpermuteData{x.data(), s.data(), nullptr, nullptr, out.data()},
+            {.backend = backend()});
 
   PermuteGradDesc g;
   g.permuted_token_output_grad = TensorDesc::contiguous(DType::bf16, {R, H});
@@ -228,7 +246,8 @@ TEST(UnpermuteRelations, WithoutProbsEqualsThePermuteGradsTokensGradient) {
   g.num_experts = 4, g.tokens_num = T;
   g = infer_outputs(g);
   std::vector<uint16_t> want(static_cast<size_t>(T * H), 0x7fc2);
-  permute_grad(g, PermuteGradData{x.data(), nullptr, s.data(), nullptr, want.data()});
+  permute_grad(g, PermuteGradData{x.data(), nullptr, s.data(), nullptr, want.data()},
+               {.backend = backend()});
   EXPECT_EQ(out, want);
 }
 
@@ -242,7 +261,9 @@ std::pair<Code, std::string> error_of(F &&f) {
   return {Code::ok, ""};
 }
 
-TEST(UnpermuteRules, PresenceIndexAndTilingRules) {
+class UnpermuteRules : public BackendCase<> {};
+
+TEST_P(UnpermuteRules, PresenceIndexAndTilingRules) {
   UnpermuteDesc u;
   u.permuted_tokens = f32({4, 2});
   u.sorted_indices = i32({4});
@@ -284,6 +305,7 @@ TEST(UnpermuteRules, PresenceIndexAndTilingRules) {
 
   // A row of dX named twice is refused before anything is written.
   Backward b;
+  b.backend = backend();
   b.g = {1, 1, 2, 3};
   b.o = {0, 1, 1, 3};
   b.i = {0, 0, 1, 1};
@@ -297,6 +319,13 @@ TEST(UnpermuteRules, PresenceIndexAndTilingRules) {
             "outIndex[1] (each row may be named once); nothing was written");
   for (float v : b.dx) EXPECT_TRUE(std::isnan(v));
 }
+
+const auto kHostConfigs =
+    ::testing::ValuesIn(backend_configs(Matrix::isas, {.reference = true, .devices = false}));
+INSTANTIATE_TEST_SUITE_P(Hosts, UnpermuteExample, kHostConfigs, ConfigName);
+INSTANTIATE_TEST_SUITE_P(Hosts, UnpermuteGradExample, kHostConfigs, ConfigName);
+INSTANTIATE_TEST_SUITE_P(Hosts, UnpermuteRelations, kHostConfigs, ConfigName);
+INSTANTIATE_TEST_SUITE_P(Hosts, UnpermuteRules, kHostConfigs, ConfigName);
 
 }  // namespace
 }  // namespace moeperm::testing

@@ -1,0 +1,366 @@
+// The unpermute pair on random problems: every host backend configuration (the CPU backend
+// per ISA variant x {1 thread, all threads}) against the reference, bit for bit, on every
+// output byte (views and the storage around them, poisoned alike), across both modes, the
+// dtype combinations of SPEC-unpermute U4, with and without probs and the optional outputs,
+// contiguous, row-padded and column-strided layouts, and sizes that cross the kernels'
+// internal boundaries: H past the 1024-element accumulator tile and not a multiple of any
+// vector width or of U3's 32 partial sums, T across several token blocks, drop-and-pad
+// tokens with more than 512 slots (the gather limit), K = 512. Indices are random but
+// valid: drop-less S and outIndex are permutations with -1 holes; drop-and-pad token ids are
+// arbitrary (a token may be named by many slots or none, and a dP entry twice).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend_matrix.hpp"
+#include "fp_reference.hpp"
+#include "testing.hpp"
+
+namespace moeperm::testing {
+namespace {
+
+enum class Lay { contiguous, padded, strided };
+
+// A tensor in its own storage, every byte poisoned before the values are written: 0xFF for
+// floats (a NaN that no finite input can produce), kPoison for integers (a negative value
+// no index output holds).
+struct Buf {
+  TensorDesc desc;
+  std::vector<std::byte> bytes;
+  int64_t esize = 4;
+  std::byte poison = kPoison;
+
+  Buf() = default;
+  Buf(DType dtype, std::vector<int64_t> shape, Lay lay) {
+    desc.dtype = dtype;
+    desc.shape = shape;
+    esize = dtype == DType::bf16 || dtype == DType::f16       ? 2
+            : (dtype == DType::i8 || dtype == DType::boolean) ? 1
+                                                              : 4;
+    int64_t elements = 1;
+    for (int64_t d : shape) elements *= d;
+    int64_t storage = elements;
+    if (lay != Lay::contiguous) {
+      const int64_t rows = shape[0], cols = shape.size() == 2 ? shape[1] : 1;
+      desc.offset = 3;
+      if (shape.size() == 1) {
+        desc.strides = {2};
+      } else if (lay == Lay::padded) {
+        desc.strides = {cols + 5, 1};
+      } else {
+        desc.strides = {1, rows + 1};  // column-major with a padded column
+      }
+      storage = desc.offset + (shape.size() == 1
+                                   ? 2 * rows
+                                   : (lay == Lay::padded ? rows * (cols + 5) : cols * (rows + 1)));
+      desc.storage_elements = storage;
+    }
+    poison = dtype == DType::i32 || dtype == DType::i8 || dtype == DType::boolean ? kPoison
+                                                                                  : std::byte{0xFF};
+    bytes.assign(static_cast<size_t>(std::max<int64_t>(storage, 1) * esize), poison);
+  }
+  int64_t at(int64_t i, int64_t j = 0) const {
+    if (desc.strides.empty()) return i * (desc.shape.size() == 2 ? desc.shape[1] : 1) + j;
+    return desc.offset + i * desc.strides[0] + (desc.shape.size() == 2 ? j * desc.strides[1] : 0);
+  }
+  void set_bits(int64_t i, int64_t j, uint32_t bits) {
+    std::memcpy(bytes.data() + at(i, j) * esize, &bits, static_cast<size_t>(esize));
+  }
+  void *data() { return bytes.data(); }
+};
+
+struct Case {
+  std::string name;
+  bool drop_and_pad = false;
+  int64_t T = 0, E = 0, KC = 0, H = 0;  // KC: K (drop-less) or C (drop-and-pad)
+  DType vdt = DType::f32;
+  std::optional<DType> pdt;  // probs dtype; none: no probs
+  bool extras = false;       // forward: the three optional outputs; Grad: dP
+  Lay lay = Lay::contiguous;
+  int64_t R() const { return drop_and_pad ? E * KC : T * KC; }
+};
+
+// Random inputs of one case, shared by both operators' runs.
+struct Inputs {
+  Buf x, g, map, probs, s, o, i;
+};
+
+uint32_t value_bits(DType dt, std::mt19937 &rng) {
+  const double v = (static_cast<int>(rng() % 2001) - 1000) / 256.0;
+  return encode(dt, v);
+}
+
+Inputs make_inputs(const Case &c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const int64_t R = c.R();
+  Inputs in;
+  in.x = Buf(c.vdt, {R, c.H}, c.lay);
+  in.g = Buf(c.vdt, {c.T, c.H}, c.lay);
+  for (int64_t r = 0; r < R; ++r)
+    for (int64_t h = 0; h < c.H; ++h) in.x.set_bits(r, h, value_bits(c.vdt, rng));
+  for (int64_t t = 0; t < c.T; ++t)
+    for (int64_t h = 0; h < c.H; ++h) in.g.set_bits(t, h, value_bits(c.vdt, rng));
+  // Map: each token routes to 0..K distinct experts (drop-less: fewer than K is allowed).
+  in.map = Buf(c.T % 2 ? DType::boolean : DType::i8, {c.T, c.E}, c.lay);
+  const int64_t max_k = c.drop_and_pad ? c.E : c.KC;
+  std::vector<int64_t> experts(static_cast<size_t>(c.E));
+  std::iota(experts.begin(), experts.end(), 0);
+  for (int64_t t = 0; t < c.T; ++t) {
+    std::shuffle(experts.begin(), experts.end(), rng);
+    const int64_t n = t % 5 == 0 ? max_k : static_cast<int64_t>(rng() % (max_k + 1));
+    for (int64_t e = 0; e < c.E; ++e) in.map.set_bits(t, e, 0);
+    for (int64_t k = 0; k < n; ++k)  // int8 maps: any nonzero byte routes
+      in.map.set_bits(t, experts[static_cast<size_t>(k)],
+                      in.map.desc.dtype == DType::i8 ? 1 + rng() % 3 : 1);
+  }
+  if (c.pdt) {
+    in.probs = Buf(*c.pdt, {c.T, c.E}, c.lay);
+    for (int64_t t = 0; t < c.T; ++t)
+      for (int64_t e = 0; e < c.E; ++e) {
+        const uint32_t r = rng() % 16;
+        const double v = r == 0 ? 0.0 : r == 1 ? -0.0 : (rng() % 1000) / 997.0;
+        in.probs.set_bits(t, e, encode(*c.pdt, v));
+      }
+  }
+  // S / outIndex: drop-less, permutations of the rows with -1 holes; drop-and-pad, S and
+  // permuteTokenId any token ids, outIndex a permutation.
+  std::vector<int32_t> rows(static_cast<size_t>(R));
+  std::iota(rows.begin(), rows.end(), 0);
+  in.s = Buf(DType::i32, {R}, c.lay);
+  in.o = Buf(DType::i32, {R}, c.lay);
+  in.i = Buf(DType::i32, {R}, c.lay);
+  auto fill_perm = [&](Buf &b, bool holes) {
+    std::shuffle(rows.begin(), rows.end(), rng);
+    for (int64_t j = 0; j < R; ++j)
+      b.set_bits(
+          j, 0, static_cast<uint32_t>(holes && rng() % 6 == 0 ? -1 : rows[static_cast<size_t>(j)]));
+  };
+  if (!c.drop_and_pad) {
+    fill_perm(in.s, true);
+    fill_perm(in.o, true);
+    for (int64_t j = 0; j < R; ++j) in.i.set_bits(j, 0, static_cast<uint32_t>(j / c.KC));
+  } else {
+    // Skewed: low token ids take most slots, so some tokens get many and some none.
+    for (int64_t j = 0; j < R; ++j) {
+      const auto t = static_cast<uint32_t>(rng() % 3 == 0 ? rng() % c.T
+                                                          : rng() % std::max<int64_t>(1, c.T / 4));
+      in.s.set_bits(j, 0, t);
+      in.i.set_bits(j, 0, static_cast<uint32_t>(rng() % c.T));
+    }
+    fill_perm(in.o, false);
+  }
+  return in;
+}
+
+// The outputs of one forward run.
+struct ForwardOut {
+  Buf out, out_index, token_id, permute_probs;
+};
+
+ForwardOut run_forward(const Case &c, Inputs &in, Backend backend) {
+  const int64_t R = c.R();
+  UnpermuteDesc d;
+  d.permuted_tokens = in.x.desc;
+  d.sorted_indices = in.s.desc;
+  d.padded_mode = c.drop_and_pad;
+  if (c.pdt) d.probs = in.probs.desc, d.routing_map = in.map.desc;
+  if (!c.pdt || c.extras) d.restore_shape = std::vector<int64_t>{c.T, c.H};
+  ForwardOut o;
+  o.out = Buf(c.vdt, {c.T, c.H}, c.lay);
+  d.unpermuted_tokens = o.out.desc;
+  if (c.extras) {
+    o.out_index = Buf(DType::i32, {R}, c.lay);
+    o.token_id = Buf(DType::i32, {R}, c.lay);
+    o.permute_probs = Buf(c.pdt.value_or(DType::f32), {R}, c.lay);
+    d.out_index = o.out_index.desc, d.permute_token_id = o.token_id.desc;
+    d.permute_probs = o.permute_probs.desc;
+  }
+  const Plan plan = plan_unpermute(d, {.backend = backend});
+  expect_planned_on(plan, backend);
+  std::vector<std::byte> ws(plan.workspace_bytes());
+  moeperm::run(
+      plan,
+      UnpermuteData{in.x.data(), in.s.data(), c.pdt ? in.map.data() : nullptr,
+                    c.pdt ? in.probs.data() : nullptr, o.out.data(),
+                    c.extras ? o.out_index.data() : nullptr, c.extras ? o.token_id.data() : nullptr,
+                    c.extras ? o.permute_probs.data() : nullptr},
+      ws);
+  return o;
+}
+
+struct GradOut {
+  Buf dx, dp;
+};
+
+GradOut run_grad(const Case &c, Inputs &in, Backend backend) {
+  // With probs, CANN's tiling rejects drop-and-pad C > T (U4 Grad rule 3): such a case
+  // runs its Grad without probs.
+  const bool probs = c.pdt && !(c.drop_and_pad && c.KC > c.T);
+  UnpermuteGradDesc d;
+  d.unpermuted_tokens_grad = in.g.desc;
+  d.out_index = in.o.desc;
+  d.permute_token_id = in.i.desc;
+  d.drop_and_pad = c.drop_and_pad;
+  if (probs) d.probs = in.probs.desc, d.routing_map = in.map.desc;
+  GradOut o;
+  o.dx = Buf(c.vdt, {c.R(), c.H}, c.lay);
+  d.permuted_tokens_grad_out = o.dx.desc;
+  const bool dp = c.extras && probs;
+  if (dp) {
+    o.dp = Buf(c.pdt.value_or(DType::f32), {c.T, c.E}, c.lay);
+    d.probs_grad_out = o.dp.desc;
+    d.permuted_tokens = in.x.desc;
+  }
+  const Plan plan = plan_unpermute_grad(d, {.backend = backend});
+  expect_planned_on(plan, backend);
+  std::vector<std::byte> ws(plan.workspace_bytes());
+  moeperm::run(
+      plan,
+      UnpermuteGradData{in.g.data(), in.o.data(), in.i.data(), probs ? in.map.data() : nullptr,
+                        dp ? in.x.data() : nullptr, probs ? in.probs.data() : nullptr, o.dx.data(),
+                        dp ? o.dp.data() : nullptr},
+      ws);
+  return o;
+}
+
+// Elements of b's view whose bytes are all still poison (a comparison of two runs that
+// both left an element unwritten would pass; the reference writes every element).
+int64_t poisoned_elements(const Buf &b) {
+  int64_t n = 0;
+  const int64_t cols = b.desc.shape.size() == 2 ? b.desc.shape[1] : 1;
+  for (int64_t i = 0; i < b.desc.shape[0]; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      const std::byte *e = b.bytes.data() + b.at(i, j) * b.esize;
+      n += std::all_of(e, e + b.esize, [&](std::byte x) { return x == b.poison; });
+    }
+  return n;
+}
+
+// The first differing element of two storages, for the failure message.
+void expect_same_bytes(const Buf &got, const Buf &want, const char *what) {
+  ASSERT_EQ(got.bytes.size(), want.bytes.size()) << what;
+  if (got.bytes == want.bytes) return;
+  for (size_t i = 0; i < got.bytes.size(); ++i)
+    if (got.bytes[i] != want.bytes[i]) {
+      ADD_FAILURE() << what << ": first difference at storage element "
+                    << static_cast<int64_t>(i) / got.esize << " (byte " << i << ")";
+      return;
+    }
+}
+
+std::vector<Case> cases() {
+  struct Combo {
+    const char *name;
+    DType v;
+    std::optional<DType> p;
+  };
+  const Combo combos[] = {
+      {"bf16", DType::bf16, std::nullopt},    {"bf16_bf16p", DType::bf16, DType::bf16},
+      {"bf16_f32p", DType::bf16, DType::f32}, {"f16_f16p", DType::f16, DType::f16},
+      {"f16", DType::f16, std::nullopt},      {"f32_f32p", DType::f32, DType::f32}};
+  std::vector<Case> out;
+  for (bool dp : {false, true})
+    for (const Combo &k : combos)
+      for (Lay lay : {Lay::contiguous, Lay::padded, Lay::strided}) {
+        const bool big = lay == Lay::contiguous;
+        const char *ln = lay == Lay::contiguous ? "contig"
+                         : lay == Lay::padded   ? "padded"
+                                                : "strided";
+        for (bool extras : {false, true}) {
+          Case c{.name = std::string(dp ? "dropandpad_" : "dropless_") + k.name + "_" + ln +
+                         (extras ? "_extras" : ""),
+                 .drop_and_pad = dp,
+                 .T = big ? 613 : 67,
+                 .E = big ? 9 : 5,
+                 .KC = dp ? (big ? 150 : 20) : (big ? 3 : 2),
+                 .H = big ? 1061 : 45,
+                 .vdt = k.v,
+                 .pdt = k.p,
+                 .extras = extras,
+                 .lay = lay};
+          out.push_back(c);
+        }
+      }
+  // More than 512 slots on a token (drop-and-pad, the gather limit), and K = 512.
+  out.push_back({.name = "dropandpad_many_slots_per_token",
+                 .drop_and_pad = true,
+                 .T = 2,
+                 .E = 3,
+                 .KC = 400,
+                 .H = 77,
+                 .vdt = DType::bf16,
+                 .pdt = DType::f32,
+                 .extras = true});
+  out.push_back({.name = "dropless_k512",
+                 .drop_and_pad = false,
+                 .T = 3,
+                 .E = 600,
+                 .KC = 512,
+                 .H = 40,
+                 .vdt = DType::bf16,
+                 .pdt = DType::bf16,
+                 .extras = true});
+  return out;
+}
+
+class UnpermuteRandom : public BackendCase<std::tuple<Case, BackendConfig>> {
+ protected:
+  const Case &problem() const { return std::get<0>(GetParam()); }
+};
+
+TEST_P(UnpermuteRandom, ForwardMatchesTheReference) {
+  const Case &c = problem();
+  Inputs in = make_inputs(c, static_cast<uint32_t>(c.T * 31 + c.H));
+  const ForwardOut want = run_forward(c, in, Backend::reference);
+  const ForwardOut got = run_forward(c, in, backend());
+  expect_same_bytes(got.out, want.out, "unpermutedTokens");
+  if (c.extras) {
+    expect_same_bytes(got.out_index, want.out_index, "outIndex");
+    expect_same_bytes(got.token_id, want.token_id, "permuteTokenId");
+    expect_same_bytes(got.permute_probs, want.permute_probs, "permuteProbs");
+  }
+  EXPECT_EQ(poisoned_elements(want.out), 0) << "the reference left elements unwritten";
+}
+
+TEST_P(UnpermuteRandom, GradMatchesTheReference) {
+  const Case &c = problem();
+  Inputs in = make_inputs(c, static_cast<uint32_t>(c.T * 17 + c.H));
+  const GradOut want = run_grad(c, in, Backend::reference);
+  const GradOut got = run_grad(c, in, backend());
+  expect_same_bytes(got.dx, want.dx, "permutedTokensGradOut");
+  if (!want.dp.bytes.empty()) expect_same_bytes(got.dp, want.dp, "probsGradOut");
+  EXPECT_EQ(poisoned_elements(want.dx), 0) << "the reference left dX elements unwritten";
+}
+
+std::string CaseName(const ::testing::TestParamInfo<std::tuple<Case, BackendConfig>> &info) {
+  return std::get<0>(info.param).name + "_" + config_name(std::get<1>(info.param));
+}
+
+std::vector<Case> cases_with(bool contiguous) {
+  std::vector<Case> out;
+  for (const Case &c : cases())
+    if ((c.lay == Lay::contiguous) == contiguous) out.push_back(c);
+  return out;
+}
+
+// Threads change the work split of the contiguous (large) cases; layouts change only which
+// row path runs, so the strided cases run once per ISA.
+INSTANTIATE_TEST_SUITE_P(
+    Contiguous, UnpermuteRandom,
+    ::testing::Combine(::testing::ValuesIn(cases_with(true)),
+                       ::testing::ValuesIn(backend_configs(Matrix::full, {.devices = false}))),
+    CaseName);
+INSTANTIATE_TEST_SUITE_P(
+    Strided, UnpermuteRandom,
+    ::testing::Combine(::testing::ValuesIn(cases_with(false)),
+                       ::testing::ValuesIn(backend_configs(Matrix::isas, {.devices = false}))),
+    CaseName);
+
+}  // namespace
+}  // namespace moeperm::testing
