@@ -1,4 +1,4 @@
-// Shared by the rule tables (grad_rule_table.cpp, permute_rule_table.cpp).
+// Shared by the rule tables (<op>_rule_table.cpp).
 #include "rule_tables.hpp"
 
 namespace moeperm::testing {
@@ -28,8 +28,13 @@ std::string RowName(const ::testing::TestParamInfo<RowRef> &info) {
 
 const std::vector<RuleTable> &rule_tables() {
   static const std::vector<RuleTable> tables = {
-      make_rule_table("permute", permute_rule_rows(), 500, false),
-      make_rule_table("grad", grad_rule_rows(), 1000, true),
+      // SPEC §5: 561103 is the drop-less topK limit.
+      make_rule_table("permute", permute_rule_rows(), {161001, 161002, 561103}, 500, false),
+      make_rule_table("grad", grad_rule_rows(), {161001, 161002, 561103}, 1000, true),
+      // SPEC-unpermute U4: the forward's topK limit is 561103, the Grad's tiling 561002.
+      make_rule_table("unpermute", unpermute_rule_rows(), {161001, 161002, 561103}, 300, true),
+      make_rule_table("unpermute_grad", unpermute_grad_rule_rows(), {161001, 161002, 561002}, 300,
+                      true),
   };
   return tables;
 }

@@ -58,9 +58,13 @@ struct RuleRow {
 
 using GradRow = RuleRow<GradArgs>;
 using PermuteRow = RuleRow<PermuteArgs>;
+using UnpermuteRow = RuleRow<UnpermuteArgs>;
+using UnpermuteGradRow = RuleRow<UnpermuteGradArgs>;
 
 const std::vector<GradRow> &grad_rule_rows();
 const std::vector<PermuteRow> &permute_rule_rows();
+const std::vector<UnpermuteRow> &unpermute_rule_rows();
+const std::vector<UnpermuteGradRow> &unpermute_grad_rule_rows();
 
 // Checks one outcome against a row: code and every substring.
 ::testing::AssertionResult MatchesRow(const Outcome &got, int32_t code,
@@ -157,14 +161,15 @@ struct RuleTable {
   std::function<std::vector<int>()> rules;              // the rows' rule numbers, in order
   std::function<std::set<int32_t>()> codes;             // the rows' status codes
   std::function<int()> check_all_pairs;                 // first failure wins, pairs checked
-  int min_pairs;      // guards against the pair filter silently leaving nothing to check
+  std::set<int32_t> spec_codes;  // every status code the spec assigns to its validation
+  int min_pairs;                 // guards against the pair filter silently leaving nothing to check
   bool spec_ordered;  // SPEC §5 orders this operator's rules (the grad operator only), and the
                       // table lists them in that order
 };
 
 template <class Args>
-RuleTable make_rule_table(std::string table, const std::vector<RuleRow<Args>> &rows, int min_pairs,
-                          bool spec_ordered) {
+RuleTable make_rule_table(std::string table, const std::vector<RuleRow<Args>> &rows,
+                          std::set<int32_t> spec_codes, int min_pairs, bool spec_ordered) {
   const std::vector<RuleRow<Args>> *r = &rows;
   return RuleTable{
       TableRows{std::move(table), rows.size(), [r](size_t i) { return std::string((*r)[i].name); },
@@ -184,6 +189,7 @@ RuleTable make_rule_table(std::string table, const std::vector<RuleRow<Args>> &r
         return v;
       },
       [r] { return check_all_pairs(*r); },
+      std::move(spec_codes),
       min_pairs,
       spec_ordered};
 }

@@ -19,6 +19,7 @@ template <class Args>
 using OpOf = typename Args::Op;
 
 // Small valid problems: T=4, E=3, H=5 and K=2 (R=8) or C=2 (R=6); fp32 values and probs,
+// (the unpermute pair: restoreShape {T, H}),
 // an int8 routing map (each operand's valid dtype and shape in its traits), every optional
 // tensor present, contiguous with known storage.
 inline constexpr int64_t kT = 4, kE = 3, kH = 5;
@@ -39,7 +40,7 @@ typename Op::Args valid_args(bool drop_and_pad) {
         shape.push_back(d == Dim::T ? kT : d == Dim::E ? kE : d == Dim::H ? kH : R);
     a.*operand.arg = dense(operand.valid_dtype, shape);
   }
-  Op::set_valid_attributes(a, kT, kE, R, drop_and_pad);
+  Op::set_valid_attributes(a, kT, kE, R, drop_and_pad, kH);
   return a;
 }
 inline GradArgs valid_grad_args(bool drop_and_pad) {

@@ -9,6 +9,8 @@
 #include <aclnn/acl_meta.h>
 #include <aclnnop/aclnn_moe_token_permute_with_routing_map.h>
 #include <aclnnop/aclnn_moe_token_permute_with_routing_map_grad.h>
+#include <aclnnop/aclnn_moe_token_unpermute_with_routing_map.h>
+#include <aclnnop/aclnn_moe_token_unpermute_with_routing_map_grad.h>
 #include <moeperm/moeperm.hpp>
 #include "problem_model.hpp"
 
@@ -17,6 +19,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace moeperm::testing {
 
@@ -24,6 +27,8 @@ using OptDesc = std::optional<TensorDesc>;
 
 struct PermuteOp;
 struct PermuteGradOp;
+struct UnpermuteOp;
+struct UnpermuteGradOp;
 
 // Operator arguments as plain, nullable descriptors (CANN parameter names in comments), so
 // that one rule-table row can be driven through both APIs; `Op` names the operator's traits.
@@ -51,13 +56,42 @@ struct GradArgs {
   bool drop_and_pad = false;
 };
 
+struct UnpermuteArgs {
+  using Op = UnpermuteOp;
+  OptDesc X;                                          // permutedTokens
+  OptDesc S;                                          // sortedIndices
+  OptDesc M;                                          // routingMapOptional
+  OptDesc P;                                          // probsOptional
+  OptDesc Y;                                          // unpermutedTokens
+  OptDesc O;                                          // outIndex
+  OptDesc I;                                          // permuteTokenId
+  OptDesc PP;                                         // permuteProbs
+  bool drop_and_pad = false;                          // paddedMode
+  std::optional<std::vector<int64_t>> restore_shape;  // restoreShapeOptional
+};
+
+struct UnpermuteGradArgs {
+  using Op = UnpermuteGradOp;
+  OptDesc G;   // unpermutedTokensGrad
+  OptDesc O;   // outIndex
+  OptDesc I;   // permuteTokenId
+  OptDesc M;   // routingMapOptional
+  OptDesc X;   // permutedTokensOptional
+  OptDesc P;   // probsOptional
+  OptDesc DX;  // permutedTokensGradOut
+  OptDesc PG;  // probsGradOutOptional
+  bool drop_and_pad = false;
+  std::optional<std::vector<int64_t>> restore_shape;  // restoreShapeOptional (not read)
+};
+
 // The sizes an operand's shape is made of (SPEC notation); `none` ends a shorter shape.
 enum class Dim : char { none, T, E, H, R };
 
 // One operand of an operator: its CANN parameter name, its field in the Args, the problem
-// tensor that plays it, whether the C++ descriptor requires it (a required TensorDesc cannot
-// be left out there; the C API can pass a null handle for any operand), and its shape and
-// dtype in the small valid argument set of the rule tables (valid_args).
+// tensor that plays it (the permute pair's problem model; null for the unpermute pair), whether the
+// C++ descriptor requires it (a required TensorDesc cannot be left out there; the C API can pass a
+// null handle for any operand), and its shape and dtype in the small valid argument set of the rule
+// tables (valid_args).
 template <class Args>
 struct Operand {
   const char *name;
@@ -125,7 +159,8 @@ struct PermuteOp {
   }
   static Plan plan(const Desc &d, const PlanOptions &o) { return plan_permute(d, o); }
   // The attributes of a valid argument set of sizes T, E and R rows.
-  static void set_valid_attributes(Args &a, int64_t /*T*/, int64_t /*E*/, int64_t R, bool dp) {
+  static void set_valid_attributes(Args &a, int64_t /*T*/, int64_t /*E*/, int64_t R, bool dp,
+                                   int64_t /*H*/) {
     a.num_out_tokens = R, a.drop_and_pad = dp;
   }
 
@@ -218,7 +253,8 @@ struct PermuteGradOp {
             .probs_grad_out = f(d.probs_grad_out)};
   }
   static Plan plan(const Desc &d, const PlanOptions &o) { return plan_permute_grad(d, o); }
-  static void set_valid_attributes(Args &a, int64_t T, int64_t E, int64_t /*R*/, bool dp) {
+  static void set_valid_attributes(Args &a, int64_t T, int64_t E, int64_t /*R*/, bool dp,
+                                   int64_t /*H*/) {
     a.num_experts = E, a.tokens_num = T, a.drop_and_pad = dp;
   }
 
@@ -252,6 +288,112 @@ struct PermuteGradOp {
   }
   static int32_t second_phase(void *ws, uint64_t size, aclOpExecutor *exec, aclrtStream stream) {
     return aclnnMoeTokenPermuteWithRoutingMapGrad(ws, size, exec, stream);
+  }
+};
+
+// An aclIntArray for an optional integer-array argument (null when not given).
+struct IntArrayArg {
+  aclIntArray *handle = nullptr;
+  explicit IntArrayArg(const std::optional<std::vector<int64_t>> &v)
+      : handle(v ? aclCreateIntArray(v->data(), v->size()) : nullptr) {}
+  ~IntArrayArg() {
+    if (handle) aclDestroyIntArray(handle);
+  }
+  IntArrayArg(const IntArrayArg &) = delete;
+  IntArrayArg &operator=(const IntArrayArg &) = delete;
+};
+
+template <class Args>
+constexpr Operand<Args> unpermute_operand(const char *name, OptDesc Args::*arg, bool required,
+                                          std::array<Dim, 2> dims, DType dtype) {
+  return {name, arg, nullptr, required, dims, dtype};
+}
+
+struct UnpermuteOp {
+  using Args = UnpermuteArgs;
+  using Desc = UnpermuteDesc;
+  using Data = UnpermuteData;
+  static constexpr Operator op = Operator::unpermute;
+  static constexpr std::array<Operand<Args>, 8> kOperands{{
+      unpermute_operand("permutedTokens", &Args::X, true, {Dim::R, Dim::H}, DType::f32),
+      unpermute_operand("sortedIndices", &Args::S, true, {Dim::R}, DType::i32),
+      unpermute_operand("routingMapOptional", &Args::M, false, {Dim::T, Dim::E}, DType::i8),
+      unpermute_operand("probsOptional", &Args::P, false, {Dim::T, Dim::E}, DType::f32),
+      unpermute_operand("unpermutedTokens", &Args::Y, true, {Dim::T, Dim::H}, DType::f32),
+      unpermute_operand("outIndex", &Args::O, false, {Dim::R}, DType::i32),
+      unpermute_operand("permuteTokenId", &Args::I, false, {Dim::R}, DType::i32),
+      unpermute_operand("permuteProbs", &Args::PP, false, {Dim::R}, DType::f32),
+  }};
+
+  static Plan plan(const Desc &d, const PlanOptions &o) { return plan_unpermute(d, o); }
+  static void set_valid_attributes(Args &a, int64_t T, int64_t /*E*/, int64_t /*R*/, bool dp,
+                                   int64_t H) {
+    a.drop_and_pad = dp, a.restore_shape = std::vector<int64_t>{T, H};
+  }
+  static Desc to_desc(const Args &a) {
+    return {.permuted_tokens = *a.X,
+            .sorted_indices = *a.S,
+            .routing_map = a.M,
+            .probs = a.P,
+            .padded_mode = a.drop_and_pad,
+            .restore_shape = a.restore_shape,
+            .unpermuted_tokens = *a.Y,
+            .out_index = a.O,
+            .permute_token_id = a.I,
+            .permute_probs = a.PP};
+  }
+  static int32_t first_phase(const Handles<UnpermuteOp> &t, const Args &a, uint64_t *ws,
+                             aclOpExecutor **exec) {
+    const IntArrayArg restore(a.restore_shape);
+    return aclnnMoeTokenUnpermuteWithRoutingMapGetWorkspaceSize(
+        t[0], t[1], t[2], t[3], a.drop_and_pad, restore.handle, t[4], t[5], t[6], t[7], ws, exec);
+  }
+  static int32_t second_phase(void *ws, uint64_t size, aclOpExecutor *exec, aclrtStream stream) {
+    return aclnnMoeTokenUnpermuteWithRoutingMap(ws, size, exec, stream);
+  }
+};
+
+struct UnpermuteGradOp {
+  using Args = UnpermuteGradArgs;
+  using Desc = UnpermuteGradDesc;
+  using Data = UnpermuteGradData;
+  static constexpr Operator op = Operator::unpermute_grad;
+  static constexpr std::array<Operand<Args>, 8> kOperands{{
+      unpermute_operand("unpermutedTokensGrad", &Args::G, true, {Dim::T, Dim::H}, DType::f32),
+      unpermute_operand("outIndex", &Args::O, true, {Dim::R}, DType::i32),
+      unpermute_operand("permuteTokenId", &Args::I, true, {Dim::R}, DType::i32),
+      unpermute_operand("routingMapOptional", &Args::M, false, {Dim::T, Dim::E}, DType::i8),
+      unpermute_operand("permutedTokensOptional", &Args::X, false, {Dim::R, Dim::H}, DType::f32),
+      unpermute_operand("probsOptional", &Args::P, false, {Dim::T, Dim::E}, DType::f32),
+      unpermute_operand("permutedTokensGradOut", &Args::DX, true, {Dim::R, Dim::H}, DType::f32),
+      unpermute_operand("probsGradOutOptional", &Args::PG, false, {Dim::T, Dim::E}, DType::f32),
+  }};
+
+  static Plan plan(const Desc &d, const PlanOptions &o) { return plan_unpermute_grad(d, o); }
+  static void set_valid_attributes(Args &a, int64_t T, int64_t /*E*/, int64_t /*R*/, bool dp,
+                                   int64_t H) {
+    a.drop_and_pad = dp, a.restore_shape = std::vector<int64_t>{T, H};
+  }
+  static Desc to_desc(const Args &a) {
+    return {.unpermuted_tokens_grad = *a.G,
+            .out_index = *a.O,
+            .permute_token_id = *a.I,
+            .routing_map = a.M,
+            .permuted_tokens = a.X,
+            .probs = a.P,
+            .drop_and_pad = a.drop_and_pad,
+            .restore_shape = a.restore_shape,
+            .permuted_tokens_grad_out = *a.DX,
+            .probs_grad_out = a.PG};
+  }
+  static int32_t first_phase(const Handles<UnpermuteGradOp> &t, const Args &a, uint64_t *ws,
+                             aclOpExecutor **exec) {
+    const IntArrayArg restore(a.restore_shape);
+    return aclnnMoeTokenUnpermuteWithRoutingMapGradGetWorkspaceSize(
+        t[0], t[1], t[2], t[3], t[4], t[5], a.drop_and_pad, restore.handle, t[6], t[7], ws, exec);
+  }
+  static int32_t second_phase(void *ws, uint64_t size, aclOpExecutor *exec, aclrtStream stream) {
+    return aclnnMoeTokenUnpermuteWithRoutingMapGrad(ws, size, exec, stream);
   }
 };
 
