@@ -311,6 +311,92 @@ int64_t permute_grad_bytes(const ProblemSpec &s) {
   return bytes;
 }
 
+// Unpermute: reads X [R, H] (rows named by no slot included, as for the permute Grad) and S;
+// with probs the map and P; writes [T, H] and the three [R] side outputs.
+int64_t unpermute_bytes(const ProblemSpec &s) {
+  const int64_t b = element_size(s.dtype), bp = element_size(s.probs_dtype), R = s.rows();
+  int64_t bytes = R * s.H * b + R * 4 + s.T * s.H * b + R * 4 * 2;
+  if (s.with_probs) bytes += s.T * s.E * (bp + 1) + R * bp;
+  return bytes;
+}
+
+// Unpermute Grad: reads G [T, H] and (O, I), writes dX [R, H]; with probs reads the map, P
+// and X (for dP) and writes dP.
+int64_t unpermute_grad_bytes(const ProblemSpec &s) {
+  const int64_t b = element_size(s.dtype), bp = element_size(s.probs_dtype), R = s.rows();
+  int64_t bytes = s.T * s.H * b + R * 4 * 2 + R * s.H * b;
+  if (s.with_probs) bytes += s.T * s.E * (2 * bp + 1) + R * s.H * b;
+  return bytes;
+}
+
+UnpermuteTensors make_unpermute_tensors(const Problem &p) {
+  const ProblemSpec &s = p.spec;
+  std::mt19937_64 rng(s.seed ^ 0x756e7065726d75ULL);  // independent of the permute's draws
+  const int64_t R = p.permuted_tokens.desc.shape.at(0);
+  UnpermuteTensors u;
+  u.out_grad = make_like(p.tokens.desc);
+  fill_random(u.out_grad, rng);
+  u.unpermuted = make_like(p.tokens.desc);
+  u.out_index = make_tensor(DType::i32, {R});
+  u.token_id = make_tensor(DType::i32, {R});
+  u.permute_probs = make_tensor(s.with_probs ? s.probs_dtype : DType::f32, {R});
+  u.permuted_tokens_grad = make_like(p.permuted_tokens.desc);
+  if (s.with_probs) u.probs_grad = make_like(p.probs.desc);
+  return u;
+}
+
+UnpermuteDesc unpermute_desc(const Problem &p, const UnpermuteTensors &u) {
+  UnpermuteDesc d;
+  d.permuted_tokens = p.permuted_tokens.desc;
+  d.sorted_indices = p.sorted_indices.desc;
+  if (p.spec.with_probs) d.routing_map = p.routing_map.desc, d.probs = p.probs.desc;
+  d.padded_mode = p.spec.drop_and_pad;
+  d.restore_shape = std::vector<int64_t>{p.spec.T, p.spec.H};
+  d.unpermuted_tokens = u.unpermuted.desc;
+  d.out_index = u.out_index.desc;
+  d.permute_token_id = u.token_id.desc;
+  d.permute_probs = u.permute_probs.desc;
+  return d;
+}
+
+UnpermuteData unpermute_data(Problem &p, UnpermuteTensors &u) {
+  const bool probs = p.spec.with_probs;
+  return {.permuted_tokens = p.permuted_tokens.data(),
+          .sorted_indices = p.sorted_indices.data(),
+          .routing_map = probs ? p.routing_map.data() : nullptr,
+          .probs = probs ? p.probs.data() : nullptr,
+          .unpermuted_tokens = u.unpermuted.data(),
+          .out_index = u.out_index.data(),
+          .permute_token_id = u.token_id.data(),
+          .permute_probs = u.permute_probs.data()};
+}
+
+UnpermuteGradDesc unpermute_grad_desc(const Problem &p, const UnpermuteTensors &u) {
+  UnpermuteGradDesc d;
+  d.unpermuted_tokens_grad = u.out_grad.desc;
+  d.out_index = u.out_index.desc;
+  d.permute_token_id = u.token_id.desc;
+  d.drop_and_pad = p.spec.drop_and_pad;
+  d.permuted_tokens_grad_out = u.permuted_tokens_grad.desc;
+  if (p.spec.with_probs) {
+    d.routing_map = p.routing_map.desc, d.probs = p.probs.desc;
+    d.permuted_tokens = p.permuted_tokens.desc, d.probs_grad_out = u.probs_grad.desc;
+  }
+  return d;
+}
+
+UnpermuteGradData unpermute_grad_data(Problem &p, UnpermuteTensors &u) {
+  const bool probs = p.spec.with_probs;
+  return {.unpermuted_tokens_grad = u.out_grad.data(),
+          .out_index = u.out_index.data(),
+          .permute_token_id = u.token_id.data(),
+          .routing_map = probs ? p.routing_map.data() : nullptr,
+          .permuted_tokens = probs ? p.permuted_tokens.data() : nullptr,
+          .probs = probs ? p.probs.data() : nullptr,
+          .permuted_tokens_grad_out = u.permuted_tokens_grad.data(),
+          .probs_grad_out = probs ? u.probs_grad.data() : nullptr};
+}
+
 int64_t count_bit_differences(const HostTensor &a, const HostTensor &b) {
   const int64_t es = element_size(a.desc.dtype);
   const bool is2d = a.desc.shape.size() == 2;

@@ -91,6 +91,25 @@ struct Problem {
   PermuteGradData grad_data();
 };
 
+// The unpermute pair's tensors on top of a permute problem: the token path of one MoE layer
+// (permute -> experts -> unpermute, then the two Grads) with identity experts, so the
+// unpermute reads the permute's rows and sortedIndices (SPEC-unpermute U1, U2).
+struct UnpermuteTensors {
+  HostTensor out_grad;                                        // Grad input G [T, H], random
+  HostTensor unpermuted, out_index, token_id, permute_probs;  // forward outputs
+  HostTensor permuted_tokens_grad, probs_grad;                // Grad outputs dX [R, H], dP [T, E]
+};
+// Allocates them (outputs poisoned, G random from the problem's seed).
+UnpermuteTensors make_unpermute_tensors(const Problem &p);
+// X = the permute's rows, S = its sortedIndices, probs and map when the problem has probs,
+// restoreShape {T, H}; every optional output given.
+UnpermuteDesc unpermute_desc(const Problem &p, const UnpermuteTensors &u);
+UnpermuteData unpermute_data(Problem &p, UnpermuteTensors &u);
+// (O, I) = the forward's outIndex and permuteTokenId (valid in both modes); with probs, the
+// map, X = the permute's rows and dP.
+UnpermuteGradDesc unpermute_grad_desc(const Problem &p, const UnpermuteTensors &u);
+UnpermuteGradData unpermute_grad_data(Problem &p, UnpermuteTensors &u);
+
 // Allocates every tensor contiguously and fills the inputs at random (outputs poisoned). The
 // forward's outputs, and the backward's inputs shaped like them, take the shapes
 // infer_outputs gives; throws moeperm::Error where the forward's inputs are invalid.
@@ -99,6 +118,8 @@ Problem make_problem(const ProblemSpec &spec);
 // Bytes one call must move at least (reads + writes), the figure GB/s is computed from.
 int64_t permute_bytes(const ProblemSpec &spec);
 int64_t permute_grad_bytes(const ProblemSpec &spec);
+int64_t unpermute_bytes(const ProblemSpec &spec);
+int64_t unpermute_grad_bytes(const ProblemSpec &spec);
 
 // Number of elements whose bytes differ between two views of the same shape and dtype.
 int64_t count_bit_differences(const HostTensor &a, const HostTensor &b);

@@ -2,6 +2,8 @@
 
 #include <aclnnop/aclnn_moe_token_permute_with_routing_map.h>
 #include <aclnnop/aclnn_moe_token_permute_with_routing_map_grad.h>
+#include <aclnnop/aclnn_moe_token_unpermute_with_routing_map.h>
+#include <aclnnop/aclnn_moe_token_unpermute_with_routing_map_grad.h>
 
 #include <moeperm/acl_handles.hpp>
 
@@ -13,6 +15,7 @@ namespace moeperm::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using problem_model::HostTensor;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -22,91 +25,135 @@ using acl::check;
 using acl::DeviceBuffer;
 using acl::DeviceTensor;
 
-// A host tensor's twin in device memory: the whole storage is copied, so strides and the
-// storage offset carry over, and so does the poison in output buffers (a slot the operator
-// fails to write shows up in the comparison).
-DeviceTensor upload(const problem_model::HostTensor &host) {
-  return DeviceTensor(host.desc, std::as_bytes(std::span(host.storage)));
-}
-void download(const DeviceTensor &t, problem_model::HostTensor &host) {
-  t.download(std::as_writable_bytes(std::span(host.storage)));
-}
+// A host tensor's twin in device memory, or none for an operand the call leaves out (an
+// empty host tensor). The whole storage is copied, so strides and the storage offset carry
+// over, and so does the poison in output buffers (an element the operator fails to write
+// shows up in the comparison).
+class Operand {
+ public:
+  Operand(const HostTensor &host, bool present = true)
+      : t_(present
+               ? std::make_unique<DeviceTensor>(host.desc, std::as_bytes(std::span(host.storage)))
+               : nullptr) {}
+  aclTensor *get() const { return t_ ? t_->get() : nullptr; }
+  void download(HostTensor &host) const {
+    if (t_) t_->download(std::as_writable_bytes(std::span(host.storage)));
+  }
 
-// Optional operands (probs) exist on the device only when the problem has them.
-std::unique_ptr<DeviceTensor> upload_if(bool present, const problem_model::HostTensor &host) {
-  return present ? std::make_unique<DeviceTensor>(upload(host)) : nullptr;
-}
-aclTensor *get_or_null(const std::unique_ptr<DeviceTensor> &t) { return t ? t->get() : nullptr; }
-void download_if(const std::unique_ptr<DeviceTensor> &t, problem_model::HostTensor &host) {
-  if (t) download(*t, host);
-}
+ private:
+  std::unique_ptr<DeviceTensor> t_;
+};
 
 // Phase 1 timed, the workspace (re)allocated untimed (as a caching allocator would serve
 // it), then phase 2 + stream synchronisation timed together: on a created stream the
 // kernel runs, and reports data errors, at the synchronisation.
 template <class GetWorkspaceSize, class Execute>
-void timed_call(OpTimes &times, DeviceBuffer &workspace, aclrtStream stream,
-                const char *phase1_name, const char *phase2_name, GetWorkspaceSize phase1,
-                Execute phase2) {
-  uint64_t ws = 0;
-  aclOpExecutor *executor = nullptr;
-  auto t0 = Clock::now();
-  check(phase1(&ws, &executor), phase1_name);
-  times.get_workspace_size.push_back(seconds_since(t0));
-  times.workspace_bytes = ws;
-  workspace.reserve(ws);
-  t0 = Clock::now();
-  check(phase2(ws > 0 ? workspace.get() : nullptr, ws, executor, stream), phase2_name);
-  check(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
-  times.execute_sync.push_back(seconds_since(t0));
+OpTimes timed_calls(int repeat, void *stream, const char *phase1_name, const char *phase2_name,
+                    GetWorkspaceSize phase1, Execute phase2) {
+  OpTimes times;
+  DeviceBuffer workspace;
+  for (int i = 0; i < repeat; ++i) {
+    uint64_t ws = 0;
+    aclOpExecutor *executor = nullptr;
+    auto t0 = Clock::now();
+    check(phase1(&ws, &executor), phase1_name);
+    times.get_workspace_size.push_back(seconds_since(t0));
+    times.workspace_bytes = ws;
+    workspace.reserve(ws);
+    t0 = Clock::now();
+    check(phase2(ws > 0 ? workspace.get() : nullptr, ws, executor, stream), phase2_name);
+    check(aclrtSynchronizeStream(stream), "aclrtSynchronizeStream");
+    times.execute_sync.push_back(seconds_since(t0));
+  }
+  return times;
 }
 
 }  // namespace
 
-CapiTimes run_through_capi(problem_model::Problem &p, int repeat) {
+OpTimes capi_permute(problem_model::Problem &p, void *stream, int repeat) {
   const problem_model::ProblemSpec &s = p.spec;
-  acl::Runtime runtime;  // first in, last out: every resource below is released before it
-  const acl::StreamPtr stream = acl::create_stream();
-  const DeviceTensor tokens = upload(p.tokens), routing_map = upload(p.routing_map);
-  const DeviceTensor permuted_tokens = upload(p.permuted_tokens);
-  const DeviceTensor sorted_indices = upload(p.sorted_indices);
-  const DeviceTensor grad = upload(p.grad), tokens_grad = upload(p.tokens_grad);
-  auto probs = upload_if(s.with_probs, p.probs);
-  auto permuted_probs = upload_if(s.with_probs, p.permuted_probs);
-  auto probs_grad = upload_if(s.with_probs, p.probs_grad);
-  auto dense_probs_grad = upload_if(s.with_probs, p.dense_probs_grad);
-  DeviceBuffer workspace;
+  const Operand tokens(p.tokens), map(p.routing_map), probs(p.probs, s.with_probs);
+  const Operand rows(p.permuted_tokens), row_probs(p.permuted_probs, s.with_probs);
+  const Operand sorted(p.sorted_indices);
+  const OpTimes t = timed_calls(
+      repeat, stream, "aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSize",
+      "aclnnMoeTokenPermuteWithRoutingMap",
+      [&](uint64_t *ws, aclOpExecutor **ex) {
+        return aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSize(
+            tokens.get(), map.get(), probs.get(), s.num_out_tokens(), s.drop_and_pad, rows.get(),
+            row_probs.get(), sorted.get(), ws, ex);
+      },
+      aclnnMoeTokenPermuteWithRoutingMap);
+  rows.download(p.permuted_tokens);
+  row_probs.download(p.permuted_probs);
+  sorted.download(p.sorted_indices);
+  return t;
+}
 
-  CapiTimes times;
-  for (int i = 0; i < repeat; ++i) {
-    timed_call(
-        times.forward, workspace, stream.get(),
-        "aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSize", "aclnnMoeTokenPermuteWithRoutingMap",
-        [&](uint64_t *ws, aclOpExecutor **ex) {
-          return aclnnMoeTokenPermuteWithRoutingMapGetWorkspaceSize(
-              tokens.get(), routing_map.get(), get_or_null(probs), s.num_out_tokens(),
-              s.drop_and_pad, permuted_tokens.get(), get_or_null(permuted_probs),
-              sorted_indices.get(), ws, ex);
-        },
-        aclnnMoeTokenPermuteWithRoutingMap);
-    timed_call(
-        times.backward, workspace, stream.get(),
-        "aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspaceSize",
-        "aclnnMoeTokenPermuteWithRoutingMapGrad",
-        [&](uint64_t *ws, aclOpExecutor **ex) {
-          return aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspaceSize(
-              grad.get(), get_or_null(probs_grad), sorted_indices.get(), routing_map.get(), s.E,
-              s.T, s.drop_and_pad, tokens_grad.get(), get_or_null(dense_probs_grad), ws, ex);
-        },
-        aclnnMoeTokenPermuteWithRoutingMapGrad);
-  }
+OpTimes capi_unpermute(problem_model::Problem &p, problem_model::UnpermuteTensors &u, void *stream,
+                       int repeat) {
+  const problem_model::ProblemSpec &s = p.spec;
+  const Operand rows(p.permuted_tokens), sorted(p.sorted_indices);
+  const Operand map(p.routing_map, s.with_probs), probs(p.probs, s.with_probs);
+  const Operand out(u.unpermuted), out_index(u.out_index), token_id(u.token_id);
+  const Operand permute_probs(u.permute_probs);
+  const int64_t shape[] = {s.T, s.H};
+  const acl::IntArrayPtr restore = acl::create_int_array(shape);
+  const OpTimes t = timed_calls(
+      repeat, stream, "aclnnMoeTokenUnpermuteWithRoutingMapGetWorkspaceSize",
+      "aclnnMoeTokenUnpermuteWithRoutingMap",
+      [&](uint64_t *ws, aclOpExecutor **ex) {
+        return aclnnMoeTokenUnpermuteWithRoutingMapGetWorkspaceSize(
+            rows.get(), sorted.get(), map.get(), probs.get(), s.drop_and_pad, restore.get(),
+            out.get(), out_index.get(), token_id.get(), permute_probs.get(), ws, ex);
+      },
+      aclnnMoeTokenUnpermuteWithRoutingMap);
+  out.download(u.unpermuted);
+  out_index.download(u.out_index);
+  token_id.download(u.token_id);
+  permute_probs.download(u.permute_probs);
+  return t;
+}
 
-  download(permuted_tokens, p.permuted_tokens);
-  download(sorted_indices, p.sorted_indices);
-  download(tokens_grad, p.tokens_grad);
-  download_if(permuted_probs, p.permuted_probs);
-  download_if(dense_probs_grad, p.dense_probs_grad);
-  return times;
+OpTimes capi_unpermute_grad(problem_model::Problem &p, problem_model::UnpermuteTensors &u,
+                            void *stream, int repeat) {
+  const problem_model::ProblemSpec &s = p.spec;
+  const Operand grad(u.out_grad), out_index(u.out_index), token_id(u.token_id);
+  const Operand map(p.routing_map, s.with_probs), rows(p.permuted_tokens, s.with_probs);
+  const Operand probs(p.probs, s.with_probs);
+  const Operand rows_grad(u.permuted_tokens_grad), probs_grad(u.probs_grad, s.with_probs);
+  const OpTimes t = timed_calls(
+      repeat, stream, "aclnnMoeTokenUnpermuteWithRoutingMapGradGetWorkspaceSize",
+      "aclnnMoeTokenUnpermuteWithRoutingMapGrad",
+      [&](uint64_t *ws, aclOpExecutor **ex) {
+        return aclnnMoeTokenUnpermuteWithRoutingMapGradGetWorkspaceSize(
+            grad.get(), out_index.get(), token_id.get(), map.get(), rows.get(), probs.get(),
+            s.drop_and_pad, nullptr, rows_grad.get(), probs_grad.get(), ws, ex);
+      },
+      aclnnMoeTokenUnpermuteWithRoutingMapGrad);
+  rows_grad.download(u.permuted_tokens_grad);
+  probs_grad.download(u.probs_grad);
+  return t;
+}
+
+OpTimes capi_permute_grad(problem_model::Problem &p, const HostTensor &grad_in, void *stream,
+                          int repeat) {
+  const problem_model::ProblemSpec &s = p.spec;
+  const Operand grad(grad_in), probs_grad(p.probs_grad, s.with_probs);
+  const Operand sorted(p.sorted_indices), map(p.routing_map);
+  const Operand tokens_grad(p.tokens_grad), dense_probs_grad(p.dense_probs_grad, s.with_probs);
+  const OpTimes t = timed_calls(
+      repeat, stream, "aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspaceSize",
+      "aclnnMoeTokenPermuteWithRoutingMapGrad",
+      [&](uint64_t *ws, aclOpExecutor **ex) {
+        return aclnnMoeTokenPermuteWithRoutingMapGradGetWorkspaceSize(
+            grad.get(), probs_grad.get(), sorted.get(), map.get(), s.E, s.T, s.drop_and_pad,
+            tokens_grad.get(), dense_probs_grad.get(), ws, ex);
+      },
+      aclnnMoeTokenPermuteWithRoutingMapGrad);
+  tokens_grad.download(p.tokens_grad);
+  dense_probs_grad.download(p.dense_probs_grad);
+  return t;
 }
 
 }  // namespace moeperm::cli

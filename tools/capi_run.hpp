@@ -1,5 +1,5 @@
-// The timed product path of `moeperm run`: forward then backward through the CANN C API,
-// exactly as a CANN program calls them (two phases, a created stream, device memory).
+// The timed product path of `moeperm run`: each operator of the token path through the CANN
+// C API, exactly as a CANN program calls it (two phases, a created stream, device memory).
 #pragma once
 
 #include <cstdint>
@@ -16,14 +16,18 @@ struct OpTimes {
   uint64_t workspace_bytes = 0;
 };
 
-struct CapiTimes {
-  OpTimes forward, backward;
-};
-
-// Uploads the problem to device memory, runs forward+backward `repeat` times on one stream
-// (the backward consumes the sortedIndices the forward just wrote on the device), then
-// downloads every output into the problem's output tensors. Throws AclError on any failed
-// call; the message includes aclGetRecentErrMsg().
-CapiTimes run_through_capi(problem_model::Problem &problem, int repeat);
+// Each call uploads the operator's inputs and (poisoned) outputs to device memory, runs it
+// `repeat` times on `stream`, and downloads its outputs into the host tensors. Throws
+// AclError on any failed call; the message includes aclGetRecentErrMsg(). The caller holds
+// the runtime (acl::Runtime) and the stream.
+OpTimes capi_permute(problem_model::Problem &p, void *stream, int repeat);
+OpTimes capi_unpermute(problem_model::Problem &p, problem_model::UnpermuteTensors &u, void *stream,
+                       int repeat);
+OpTimes capi_unpermute_grad(problem_model::Problem &p, problem_model::UnpermuteTensors &u,
+                            void *stream, int repeat);
+// The permute Grad of G = `grad` (the unpermute Grad's dX on the token path, else the
+// problem's random gradient).
+OpTimes capi_permute_grad(problem_model::Problem &p, const problem_model::HostTensor &grad,
+                          void *stream, int repeat);
 
 }  // namespace moeperm::cli

@@ -91,6 +91,13 @@ class Cursor {
   std::optional<std::string_view> inline_value_;
 };
 
+PathOp parse_op(std::string_view text) {
+  for (PathOp op : kPathOps)
+    if (text == op_flag_name(op)) return op;
+  fail("--op must be permute, unpermute, unpermute-grad or permute-grad, got '" +
+       std::string(text) + "'");
+}
+
 // Cross-flag rules, once every flag is known.
 void check_consistency(const RunOptions &o, bool capacity_given, bool probs_dtype_given) {
   const problem_model::ProblemSpec &s = o.spec;
@@ -126,6 +133,26 @@ std::string_view dtype_name(DType dtype) {
     case DType::i32: return "int32";
     default: return to_string(dtype);
   }
+}
+
+std::string_view api_name(PathOp op) {
+  switch (op) {
+    case PathOp::permute: return "aclnnMoeTokenPermuteWithRoutingMap";
+    case PathOp::unpermute: return "aclnnMoeTokenUnpermuteWithRoutingMap";
+    case PathOp::unpermute_grad: return "aclnnMoeTokenUnpermuteWithRoutingMapGrad";
+    case PathOp::permute_grad: return "aclnnMoeTokenPermuteWithRoutingMapGrad";
+  }
+  return "?";
+}
+
+std::string_view op_flag_name(PathOp op) {
+  switch (op) {
+    case PathOp::permute: return "permute";
+    case PathOp::unpermute: return "unpermute";
+    case PathOp::unpermute_grad: return "unpermute-grad";
+    case PathOp::permute_grad: return "permute-grad";
+  }
+  return "?";
 }
 
 std::string_view backend_name(Backend backend) {
@@ -181,6 +208,8 @@ RunOptions parse_run_args(std::span<const std::string_view> args) {
       o.threads = parse_integer<int>(f, c.value(), 1, 1024);
     } else if (f == "--backend") {
       o.backend = parse_backend(c.value());
+    } else if (f == "--op") {
+      o.op = parse_op(c.value());
     } else if (f == "--repeat") {
       o.repeat = parse_integer<int>(f, c.value(), 1, 10000);
     } else if (f.starts_with("-")) {

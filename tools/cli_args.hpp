@@ -22,12 +22,22 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The operators of one MoE layer's token path, in the order `moeperm run` runs them: the
+// forward pair, then the backward pair in reverse.
+enum class PathOp { permute, unpermute, unpermute_grad, permute_grad };
+inline constexpr PathOp kPathOps[] = {PathOp::permute, PathOp::unpermute, PathOp::unpermute_grad,
+                                      PathOp::permute_grad};
+// The CANN API name and the --op name of each.
+std::string_view api_name(PathOp op);
+std::string_view op_flag_name(PathOp op);
+
 // Everything `moeperm run` can be told.
 struct RunOptions {
   problem_model::ProblemSpec spec;  // defaults: the DeepSeek-V3-like layer of SPEC §7
   std::optional<int> threads;       // unset: MOEPERM_NUM_THREADS or all hardware threads
   std::optional<Backend> backend;   // unset: MOEPERM_BACKEND or the automatic choice
-  int repeat = 1;                   // timed forward+backward iterations
+  std::optional<PathOp> op;         // --op: one operator; unset: the whole token path
+  int repeat = 1;                   // timed iterations of each operator
   bool help = false;                // print `moeperm run --help` and stop
 };
 

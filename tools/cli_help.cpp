@@ -4,15 +4,16 @@
 namespace moeperm::cli {
 
 const char *const kMainHelp =
-    R"(moeperm: CANN's MoE token permutation operators on the CPU
+    R"(moeperm: CANN's MoE token permutation operators (permute, unpermute and their Grads)
 
 usage: moeperm <command> [flags]
 
 commands:
-  run        run aclnnMoeTokenPermuteWithRoutingMap (forward) and
-             aclnnMoeTokenPermuteWithRoutingMapGrad (backward) through the CANN C API on a
-             random problem, time both, and verify them bitwise against the reference
-  bench      measure both operators on the SPEC §7 shapes: median time, bytes moved,
+  run        run one MoE layer's token path (aclnnMoeTokenPermuteWithRoutingMap ->
+             aclnnMoeTokenUnpermuteWithRoutingMap -> its Grad -> the permute Grad) through
+             the CANN C API on a random problem, time each operator, and verify every output
+             bitwise against the reference (--op: one operator)
+  bench      measure the operators on the SPEC §7 shapes: median time, bytes moved,
              GB/s and the ratio to a same-run multi-threaded memcpy of the same bytes
   help [run|bench]  print this help, or the help of a command
 
@@ -27,18 +28,25 @@ verification failure, 2 bad command line.
 const char *const kRunHelp =
     R"(usage: moeperm run [flags]
 
-Generates a random MoE problem, runs the forward then the backward operator through the
-CANN C API exactly as a CANN program would (aclInit, aclrtSetDevice, aclrtCreateStream,
-aclrtMalloc + aclrtMemcpy, aclCreateTensor, GetWorkspaceSize + execute,
-aclrtSynchronizeStream), and times each phase. The backward consumes the sortedIndices the
-forward wrote. Then it recomputes both operators on the same inputs with the reference
-backend through the C++ API (moeperm::permute / permute_grad) and compares every element of
-every output, bit for bit: the full tensors, not a sample. The forward is pure data movement
-and the backward's sums have a fixed order (SPEC §4), so any difference is a bug.
+Generates a random MoE problem and runs the token path of one layer through the CANN C API
+exactly as a CANN program would (aclInit, aclrtSetDevice, aclrtCreateStream, aclrtMalloc +
+aclrtMemcpy, aclCreateTensor, aclCreateIntArray, GetWorkspaceSize + execute,
+aclrtSynchronizeStream), timing each phase:
+  1. aclnnMoeTokenPermuteWithRoutingMap        tokens -> expert-major rows
+  2. aclnnMoeTokenUnpermuteWithRoutingMap      rows -> tokens, weighted by the probs (the
+                                               experts are the identity)
+  3. aclnnMoeTokenUnpermuteWithRoutingMapGrad  the layer's output gradient -> row gradients
+                                               (and the probs gradient), from 2.'s outIndex
+                                               and permuteTokenId
+  4. aclnnMoeTokenPermuteWithRoutingMapGrad    3.'s row gradients -> token gradients
+Each operator is then recomputed with the reference backend through the C++ API on the very
+inputs it consumed, and every element of every output is compared bit for bit: the full
+tensors, not a sample. The sums have a fixed order (SPEC §4, SPEC-unpermute U3), so any
+difference is a bug. One line per operator reports its times, traffic and verdict.
 
 The default is a DeepSeek-V3-like layer (SPEC §7): 4096 tokens, hidden 7168, 256 experts,
-top-8, bf16, drop-less, with probs. Its permuted gradient alone is 470 MB; the run needs
-about 2.1 GB of memory and takes about 15 s on 2 cores, most of it generating the inputs
+top-8, bf16, drop-less, with probs. Its permuted rows alone are 470 MB; the run needs
+about 3 GB of memory and takes about 15 s on 2 cores, most of it generating the inputs
 and verifying.
 
 problem:
@@ -64,8 +72,12 @@ execution:
   --backend B          cpu, reference or auto (default: MOEPERM_BACKEND, else auto = the
                        fastest backend that supports the problem); the C API is steered
                        through MOEPERM_BACKEND, which this flag sets
-  --repeat N           timed forward+backward iterations (default 1); the report shows the
-                       best time and the mean; the outputs of the last one are verified
+  --op OP              run one operator only: permute, unpermute, unpermute-grad or
+                       permute-grad (its inputs from the operators before it are computed
+                       by the reference backend, untimed; alone, the permute Grad takes a
+                       random gradient)
+  --repeat N           timed iterations of each operator (default 1); the report shows the
+                       best time; the outputs of the last one are verified
   -h, --help           print this help
 
 report: each operator's plan (backend, sizes, workspace), the time of GetWorkspaceSize and
@@ -80,12 +92,13 @@ examples:
   moeperm run
   moeperm run -T 4096 -H 7168 -E 256 -C 16 --drop-and-pad --dtype fp32
   moeperm run -E 8 -K 2 -H 4096 --probs-dtype fp32 --threads 1 --repeat 5
+  moeperm run --op unpermute-grad --repeat 5
 )";
 
 const char *const kBenchHelp =
     R"(usage: moeperm bench [flags]
 
-Times both operators (the CPU backend, through the C++ API: plans are built once, as a
+Times the operators (the CPU backend, through the C++ API: plans are built once, as a
 training loop would) on the SPEC §7 shapes. For each case and operator it reports the
 median of the timed runs after warm-up, the bytes one call must move at least (reads +
 writes: G, S, probs and the outputs), the effective GB/s, and the ratio to a

@@ -1,5 +1,7 @@
-// Verification of `moeperm run`: recompute both operators with the reference backend
-// through the C++ API on the same inputs and compare every output bit for bit.
+// Verification of `moeperm run`: each operator of the token path recomputed with the reference
+// backend through the C++ API, on the very inputs the operator under test consumed (the
+// outputs under test of the operators before it), and every output compared bit for bit. So
+// a mismatch in one operator neither hides nor fakes one in the next.
 #pragma once
 
 #include <cstdint>
@@ -18,14 +20,23 @@ struct OutputComparison {
 
 struct Verification {
   std::vector<OutputComparison> outputs;
-  double forward_seconds = 0, backward_seconds = 0;  // reference run times
+  double seconds = 0;  // the reference run
   int64_t differing() const;
   bool identical() const { return differing() == 0; }
 };
 
-// `problem` holds the inputs and, in its output tensors, the results under test. The
-// reference backward consumes the sortedIndices under test (the ones the backward under
-// test consumed), so a forward mismatch does not hide or fake a backward one.
-Verification verify_against_reference(const problem_model::Problem &problem);
+// (The unpermute pair's take the tensors mutable only because their data structs do; inputs
+// and outputs under test are not written.)
+Verification verify_permute(const problem_model::Problem &p);
+Verification verify_unpermute(problem_model::Problem &p, problem_model::UnpermuteTensors &u);
+Verification verify_unpermute_grad(problem_model::Problem &p, problem_model::UnpermuteTensors &u);
+Verification verify_permute_grad(const problem_model::Problem &p,
+                                 const problem_model::HostTensor &grad);
+
+// The reference run of an operator into the problem's own outputs: the inputs of a later
+// operator when `moeperm run --op` leaves this one out.
+void reference_permute(problem_model::Problem &p);
+void reference_unpermute(problem_model::Problem &p, problem_model::UnpermuteTensors &u);
+void reference_unpermute_grad(problem_model::Problem &p, problem_model::UnpermuteTensors &u);
 
 }  // namespace moeperm::cli
