@@ -1,6 +1,6 @@
-// moeperm bench: timing of both operators on the SPEC §7 shapes, reported as physics —
-// bytes moved, GB/s, and the ratio to a multi-threaded memcpy of the same bytes measured
-// in the same run (the practical ceiling of a memory-bound operator).
+// moeperm bench: timing of the operators (the permute pair and the unpermute pair) on the SPEC §7
+// shapes, reported as physics — bytes moved, GB/s, and the ratio to a multi-threaded memcpy of the
+// same bytes measured in the same run (the practical ceiling of a memory-bound operator).
 #pragma once
 
 #include <iosfwd>
@@ -35,19 +35,24 @@ struct OpResult {
   double ratio = 0;          // median_ms / memcpy_ms
   double ref_ms = -1;        // single-threaded reference kernel, -1 if not timed
   int bit_differences = -1;  // cuda: output elements differing from the CPU backend; -1 not checked
+  bool measured = false;     // set by finish(); an operator a runner does not time has no row
 };
 
 struct CaseResult {
   Case c;
-  std::string plan;  // the grad plan, as moeperm prints it
-  OpResult forward, backward;
+  std::string plan;            // the grad plan, as moeperm prints it
+  OpResult forward, backward;  // the permute and its Grad
+  OpResult unpermute, unpermute_grad;
 };
 
 // The standard suites: "named" (DeepSeek-like, Mixtral-like, CANN's sample),
 // "sweep" (T from 512 to 16384), "threads" (1 .. max threads).
 std::vector<Case> standard_cases(const Options &options);
 
-// Plans, allocates and times one case (both operators) on options.device.
+// Plans, allocates and times one case (every operator the device's backend has) on
+// options.device. On the CPU, each iteration runs the token path in order (permute,
+// unpermute, unpermute Grad, permute Grad: each reads what the one before it wrote), every
+// operator followed by its own same-run memcpy.
 CaseResult run_case(const Case &c, const Options &options);
 // The CUDA version (bench_runner_cuda.cpp): device buffers, CUDA events on one stream, the
 // ceiling is a device-to-device cudaMemcpyAsync of the same bytes in the same run, and each

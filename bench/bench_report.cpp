@@ -18,6 +18,7 @@ std::string describe(const problem_model::ProblemSpec &s) {
 }
 
 void row(std::ostream &out, const CaseResult &r, const char *op, const OpResult &o) {
+  if (!o.measured) return;
   char buf[320];
   char ref[48] = "-";
   if (o.ref_ms >= 0)
@@ -25,10 +26,11 @@ void row(std::ostream &out, const CaseResult &r, const char *op, const OpResult 
   else if (o.bit_differences >= 0)  // cuda: the check against the CPU backend instead
     std::snprintf(ref, sizeof ref, "%s: %d differ", o.bit_differences == 0 ? "bitwise" : "BITS",
                   o.bit_differences);
-  std::snprintf(buf, sizeof buf,
-                "| %-14s | %-44s | %2d | %-8s | %8.1f | %9.2f | %6.2f | %9.2f | %5.2fx | %-17s |\n",
-                r.c.name.c_str(), describe(r.c.spec).c_str(), r.c.threads, op, o.bytes / 1e6,
-                o.median_ms, o.gbps, o.memcpy_ms, o.ratio, ref);
+  std::snprintf(
+      buf, sizeof buf,
+      "| %-14s | %-44s | %2d | %-14s | %8.1f | %9.2f | %6.2f | %9.2f | %5.2fx | %-17s |\n",
+      r.c.name.c_str(), describe(r.c.spec).c_str(), r.c.threads, op, o.bytes / 1e6, o.median_ms,
+      o.gbps, o.memcpy_ms, o.ratio, ref);
   out << buf;
 }
 
@@ -47,13 +49,15 @@ void json_op(std::ostream &out, const OpResult &o) {
 }  // namespace
 
 void print_table(std::ostream &out, const std::vector<CaseResult> &results) {
-  out << "| case           | problem                                      | th | op       |    "
-         "MB/call | median ms |   GB/s | memcpy ms | vs memcpy | reference (1 thread) |\n"
-         "|----------------|----------------------------------------------|----|----------|--------"
-         "---:|----------:|-------:|----------:|----------:|----------------------|\n";
+  out << "| case           | problem                                      | th | op             "
+         "|    MB/call | median ms |   GB/s | memcpy ms | vs memcpy | reference (1 thread) |\n"
+         "|----------------|----------------------------------------------|----|----------------"
+         "|-----------:|----------:|-------:|----------:|----------:|----------------------|\n";
   for (const CaseResult &r : results) {
-    row(out, r, "forward", r.forward);
-    row(out, r, "backward", r.backward);
+    row(out, r, "permute", r.forward);
+    row(out, r, "permute Grad", r.backward);
+    row(out, r, "unpermute", r.unpermute);
+    row(out, r, "unpermute Grad", r.unpermute_grad);
   }
 }
 
@@ -71,6 +75,13 @@ void write_json(std::ostream &out, const std::vector<CaseResult> &results, const
     json_op(out, r.forward);
     out << ",\n     \"backward\": ";
     json_op(out, r.backward);
+    // The unpermute pair, where the device's backend has it.
+    for (const auto &[key, op] :
+         {std::pair{"unpermute", &r.unpermute}, std::pair{"unpermute_grad", &r.unpermute_grad}})
+      if (op->measured) {
+        out << ",\n     \"" << key << "\": ";
+        json_op(out, *op);
+      }
     out << "}" << (i + 1 < results.size() ? "," : "") << "\n";
   }
   out << "  ]\n}\n";

@@ -1,6 +1,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "bench.hpp"
@@ -43,6 +45,27 @@ double time_ms(Fn &&fn) {
   return now_ms() - t0;
 }
 
+// One operator of a case: its plan, workspace, traffic and same-run ceiling, and its
+// samples.
+struct Timed {
+  Plan plan;
+  std::function<void(const Plan &, std::span<std::byte>)> run;
+  OpResult *result;
+  std::vector<std::byte> workspace;
+  MemcpyBaseline copy;
+  std::vector<double> op_ms, copy_ms;
+
+  Timed(Plan p, std::function<void(const Plan &, std::span<std::byte>)> f, OpResult *r,
+        double bytes)
+      : plan(std::move(p)),
+        run(std::move(f)),
+        result(r),
+        workspace(plan.workspace_bytes()),
+        copy(bytes) {
+    result->bytes = bytes;
+  }
+};
+
 }  // namespace
 
 CaseResult run_case(const Case &c, const Options &o) {
@@ -51,44 +74,63 @@ CaseResult run_case(const Case &c, const Options &o) {
   res.c = c;
   set_num_threads(c.threads);
   problem_model::Problem p = problem_model::make_problem(c.spec);
-  const Plan fwd = plan_permute(p.permute_desc(), {Backend::cpu});
-  const Plan bwd = plan_permute_grad(p.grad_desc(), {Backend::cpu});
-  res.plan = bwd.to_string();
-  std::vector<std::byte> ws_f(fwd.workspace_bytes()), ws_b(bwd.workspace_bytes());
-  res.forward.bytes = static_cast<double>(problem_model::permute_bytes(c.spec));
-  res.backward.bytes = static_cast<double>(problem_model::permute_grad_bytes(c.spec));
-  MemcpyBaseline copy_f(res.forward.bytes), copy_b(res.backward.bytes);
-
+  problem_model::UnpermuteTensors u = problem_model::make_unpermute_tensors(p);
   const PermuteData fd = p.permute_data();
   const PermuteGradData bd = p.grad_data();
-  for (int i = 0; i < o.warmup; ++i) {
-    run(fwd, fd, ws_f);
-    run(bwd, bd, ws_b);
-    copy_f.time_ms(c.threads);
-    copy_b.time_ms(c.threads);
-  }
-  // Interleaved, so that the operator and its ceiling see the same machine state.
-  std::vector<double> tf, tb, cf, cb;
-  for (int i = 0; i < o.runs; ++i) {
-    tf.push_back(time_ms([&] { run(fwd, fd, ws_f); }));
-    cf.push_back(copy_f.time_ms(c.threads));
-    tb.push_back(time_ms([&] { run(bwd, bd, ws_b); }));
-    cb.push_back(copy_b.time_ms(c.threads));
-  }
-  finish(res.forward, tf, cf);
-  finish(res.backward, tb, cb);
+  const UnpermuteData ud = problem_model::unpermute_data(p, u);
+  const UnpermuteGradData ugd = problem_model::unpermute_grad_data(p, u);
+  const problem_model::ProblemSpec &s = c.spec;
+  // The token path's order: each operator reads what the one before it wrote.
+  std::vector<Timed> ops;
+  ops.reserve(4);
+  ops.emplace_back(
+      plan_permute(p.permute_desc(), {Backend::cpu}),
+      [&](const Plan &pl, std::span<std::byte> ws) { run(pl, fd, ws); }, &res.forward,
+      static_cast<double>(problem_model::permute_bytes(s)));
+  ops.emplace_back(
+      plan_unpermute(problem_model::unpermute_desc(p, u), {Backend::cpu}),
+      [&](const Plan &pl, std::span<std::byte> ws) { run(pl, ud, ws); }, &res.unpermute,
+      static_cast<double>(problem_model::unpermute_bytes(s)));
+  ops.emplace_back(
+      plan_unpermute_grad(problem_model::unpermute_grad_desc(p, u), {Backend::cpu}),
+      [&](const Plan &pl, std::span<std::byte> ws) { run(pl, ugd, ws); }, &res.unpermute_grad,
+      static_cast<double>(problem_model::unpermute_grad_bytes(s)));
+  ops.emplace_back(
+      plan_permute_grad(p.grad_desc(), {Backend::cpu}),
+      [&](const Plan &pl, std::span<std::byte> ws) { run(pl, bd, ws); }, &res.backward,
+      static_cast<double>(problem_model::permute_grad_bytes(s)));
+  res.plan = ops.back().plan.to_string();
+
+  for (int i = 0; i < o.warmup; ++i)
+    for (Timed &t : ops) {
+      t.run(t.plan, t.workspace);
+      t.copy.time_ms(c.threads);
+    }
+  // Interleaved, so that each operator and its ceiling see the same machine state.
+  for (int i = 0; i < o.runs; ++i)
+    for (Timed &t : ops) {
+      t.op_ms.push_back(time_ms([&] { t.run(t.plan, t.workspace); }));
+      t.copy_ms.push_back(t.copy.time_ms(c.threads));
+    }
+  for (Timed &t : ops) finish(*t.result, t.op_ms, t.copy_ms);
 
   if (c.with_reference && o.ref_runs > 0) {
-    // The reference is single-threaded by construction; S comes from the forward above.
-    const Plan rf = plan_permute(p.permute_desc(), {Backend::reference});
-    const Plan rb = plan_permute_grad(p.grad_desc(), {Backend::reference});
-    std::vector<double> rtf, rtb;
-    for (int i = 0; i < o.ref_runs; ++i) {
-      rtf.push_back(time_ms([&] { run(rf, fd, {}); }));
-      rtb.push_back(time_ms([&] { run(rb, bd, {}); }));
+    // The reference is single-threaded by construction; its inputs are what the timed runs
+    // above left (S, outIndex, permuteTokenId).
+    for (Timed &t : ops) {
+      const Plan ref = [&] {
+        if (&t == &ops[0]) return plan_permute(p.permute_desc(), {Backend::reference});
+        if (&t == &ops[1])
+          return plan_unpermute(problem_model::unpermute_desc(p, u), {Backend::reference});
+        if (&t == &ops[2])
+          return plan_unpermute_grad(problem_model::unpermute_grad_desc(p, u),
+                                     {Backend::reference});
+        return plan_permute_grad(p.grad_desc(), {Backend::reference});
+      }();
+      std::vector<double> samples;
+      for (int i = 0; i < o.ref_runs; ++i) samples.push_back(time_ms([&] { t.run(ref, {}); }));
+      t.result->ref_ms = median(samples);
     }
-    res.forward.ref_ms = median(rtf);
-    res.backward.ref_ms = median(rtb);
   }
   set_num_threads(0);
   return res;

@@ -17,6 +17,7 @@ void finish(OpResult &r, const std::vector<double> &op, const std::vector<double
   r.memcpy_ms = median(copy);
   r.gbps = r.bytes / (r.median_ms * 1e6);
   r.ratio = r.median_ms / r.memcpy_ms;
+  r.measured = true;
 }
 
 }  // namespace moeperm::bench

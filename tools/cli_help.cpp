@@ -98,13 +98,15 @@ examples:
 const char *const kBenchHelp =
     R"(usage: moeperm bench [flags]
 
-Times the operators (the CPU backend, through the C++ API: plans are built once, as a
-training loop would) on the SPEC §7 shapes. For each case and operator it reports the
-median of the timed runs after warm-up, the bytes one call must move at least (reads +
-writes: G, S, probs and the outputs), the effective GB/s, and the ratio to a
-multi-threaded memcpy that moves the same number of bytes (copies half of them), timed in
-the same run, interleaved with the operator: the practical ceiling of a memory-bound
-operator on this machine. The named cases also time the single-threaded reference kernels.
+Times the operators of the token path (the CPU backend, through the C++ API: plans are
+built once, as a training loop would) on the SPEC §7 shapes: each iteration runs permute,
+unpermute (identity experts, with probs), unpermute Grad (with the probs gradient) and
+permute Grad, each reading what the one before it wrote. For each case and operator it
+reports the median of the timed runs after warm-up, the bytes one call must move at least
+(reads + writes), the effective GB/s, and the ratio to a multi-threaded memcpy that moves
+the same number of bytes (copies half of them), timed in the same run right after the
+operator: the practical ceiling of a memory-bound operator on this machine. The named
+cases also time the single-threaded reference kernels.
 
 suites (default: all three):
   named    deepseek     T=4096 H=7168 E=256 K=8 bf16 drop-less, with probs
@@ -125,7 +127,8 @@ flags:
                        moeperm::run_async on one stream, timed with CUDA events; the
                        ceiling is a device-to-device cudaMemcpyAsync of the same bytes
                        in the same run, and each case's outputs are compared bit for bit
-                       with the CPU backend's once (column "bits"); no threads suite
+                       with the CPU backend's once (column "bits"); no threads suite;
+                       the permute pair only (the unpermute pair has no CUDA kernels yet)
   --json FILE          also write every figure as JSON to FILE (- for stdout)
   -h, --help           print this help
 

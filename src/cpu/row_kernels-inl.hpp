@@ -180,6 +180,43 @@ float dot_impl(const void *a_v, const void *b_v, int64_t n) {
   return lanes[0];
 }
 
+// dst = round(g * w) as scale_row_impl, and U3's dot(x, g) as dot_impl, in one pass over
+// the rows: the Grad's dX row is written while X's row is read, so the read and the write
+// streams overlap instead of following each other.
+template <class Vec>
+float scale_dot_impl(void *dst_v, const void *g_v, float w, const void *x_v, int64_t n,
+                     bool stream) {
+  using S = typename Vec::S;
+  using Scalar = typename Vec::Scalar;
+  constexpr int64_t W = Vec::W, kRegs = 32 / W;
+  S *dst = static_cast<S *>(dst_v);
+  const S *g = static_cast<const S *>(g_v);
+  const S *x = static_cast<const S *>(x_v);
+  const bool nt = stream && reinterpret_cast<uintptr_t>(dst) % (W * sizeof(S)) == 0;
+  const typename Vec::reg wv = Vec::set1(w);
+  typename Vec::reg part[kRegs];
+  for (int64_t j = 0; j < kRegs; ++j) part[j] = Vec::zero();
+  int64_t h0 = 0;
+  for (; h0 + 32 <= n; h0 += 32) {
+    Vec::prefetch(x + h0 + kPrefetchAhead / static_cast<int64_t>(sizeof(S)));
+    for (int64_t j = 0; j < kRegs; ++j) {
+      const typename Vec::reg gv = Vec::load(g + h0 + j * W);
+      part[j] = Vec::fma(Vec::load(x + h0 + j * W), gv, part[j]);
+      Vec::store(dst + h0 + j * W, Vec::mul(gv, wv), nt);
+    }
+  }
+  alignas(64) float lanes[32];
+  for (int64_t j = 0; j < kRegs; ++j) Vec::store_acc(lanes + j * W, part[j]);
+  for (int64_t h = h0; h < n; ++h) {
+    const float gh = Scalar::load(g[h]);
+    lanes[h - h0] = Vec::fma1(Scalar::load(x[h]), gh, lanes[h - h0]);
+    dst[h] = Scalar::store(gh * w);
+  }
+  for (int64_t v = 16; v >= 1; v /= 2)
+    for (int64_t l = 0; l < v; ++l) lanes[l] += lanes[l + v];
+  return lanes[0];
+}
+
 // The kernels of one value type, for the ISA's table.
 template <class Vec>
 constexpr TypedRowKernels typed_kernels() {
@@ -187,5 +224,6 @@ constexpr TypedRowKernels typed_kernels() {
           .sum_scaled = sum_impl<Vec, Term::scaled>,
           .sum_scaled_rounded = sum_impl<Vec, Term::scaled_rounded>,
           .scale_row = scale_row_impl<Vec>,
-          .dot = dot_impl<Vec>};
+          .dot = dot_impl<Vec>,
+          .scale_dot = scale_dot_impl<Vec>};
 }

@@ -38,9 +38,18 @@ void write_row(const Plan &p, const Buffers &b, const RowKernels &rk, int64_t r,
              rk, p.stream_stores);
 }
 
-float dot_of(const Plan &p, const Buffers &b, const RowKernels &rk, int64_t r, int64_t t) {
-  return dot_rows(b.saved_permuted(), p.saved_permuted(), r, b.tokens(), p.tokens(), t,
-                  p.value_dtype, rk);
+// dX[r] = G[t] * pv and returns dot(X[r], G[t]): one pass when the rows are contiguous.
+float write_row_and_dot(const Plan &p, const Buffers &b, const RowKernels &rk, int64_t r, int64_t t,
+                        float pv) {
+  const MatrixGeom &dg = p.permuted(), &gg = p.tokens(), &xg = p.saved_permuted();
+  if (dg.col_stride == 1 && gg.col_stride == 1 && xg.col_stride == 1) {
+    const int64_t es = element_size(p.value_dtype);
+    return typed(rk, p.value_dtype)
+        .scale_dot(row_ptr(b.permuted(), dg, r, es), row_ptr(b.tokens(), gg, t, es), pv,
+                   row_ptr(b.saved_permuted(), xg, r, es), p.H, p.stream_stores);
+  }
+  write_row(p, b, rk, r, t, true, pv);
+  return dot_rows(b.saved_permuted(), xg, r, b.tokens(), gg, t, p.value_dtype, rk);
 }
 
 // Rows of dX that no slot names (first_named[r] < 0) get +0.
@@ -82,10 +91,12 @@ Status unpermute_grad_dropless(const Plan &p, const Buffers &b, std::byte *ws) {
         const int64_t r = index_at(b.out_index(), p.out_index(), t * K + k);
         if (r < 0) continue;
         const int64_t e = k < n_experts ? experts[k] : -1;
-        write_row(p, b, rk, r, t, probs, e >= 0 ? prob(p, b, t, e) : 0.0f);
+        const float pv = e >= 0 ? prob(p, b, t, e) : 0.0f;
         if (dp && e >= 0)
           store_value(pgt, b.dense_probs_grad(), p.dense_probs_grad().at(t, e),
-                      dot_of(p, b, rk, r, t));
+                      write_row_and_dot(p, b, rk, r, t, pv));
+        else
+          write_row(p, b, rk, r, t, probs, pv);
       }
     }
     rk.store_fence();
@@ -108,8 +119,11 @@ Status unpermute_grad_drop_and_pad(const Plan &p, const Buffers &b, std::byte *w
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < p.R; ++i) {
       const int64_t t = I(i), r = O(i);
-      write_row(p, b, rk, r, t, probs, probs ? prob(p, b, t, r / p.C) : 0.0f);
-      if (dp) dots[i] = dot_of(p, b, rk, r, t);
+      const float pv = probs ? prob(p, b, t, r / p.C) : 0.0f;
+      if (dp)
+        dots[i] = write_row_and_dot(p, b, rk, r, t, pv);
+      else
+        write_row(p, b, rk, r, t, probs, pv);
     }
     rk.store_fence();
   }
