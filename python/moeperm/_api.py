@@ -268,3 +268,86 @@ def permute_with_routing_map_grad(permuted_tokens_grad, permuted_probs_grad, sor
                               call.alloc_for(sources), dtype, call.bf16_views, call.stream())
     out = call.outputs
     return out["tokens_grad"], out.get("probs_grad")
+
+
+def _restore_shape(restore_shape):
+    """restoreShapeOptional as the binding takes it: None, or a list of ints (from a tuple,
+    a list or a torch.Size)."""
+    return None if restore_shape is None else [int(d) for d in restore_shape]
+
+
+def infer_unpermute_outputs(permuted_tokens, sorted_indices, restore_shape=None, probs=None,
+                            routing_map=None, drop_and_pad=False, all_outputs=False):
+    """The outputs unpermute_with_routing_map(_all) would return, as infer_permute_outputs:
+    "unpermuted_tokens" and, with all_outputs, "out_index", "permute_token_id" and
+    "permute_probs"."""
+    return _as_dict(_moeperm.infer_unpermute(
+        _spec(permuted_tokens), _spec(sorted_indices), _spec(routing_map), _spec(probs),
+        bool(drop_and_pad), _restore_shape(restore_shape), bool(all_outputs)))
+
+
+def infer_unpermute_grad_outputs(unpermuted_tokens_grad, out_index, permute_token_id,
+                                 routing_map=None, permuted_tokens=None, probs=None,
+                                 drop_and_pad=False, restore_shape=None, probs_grad=True):
+    """The outputs unpermute_with_routing_map_grad would return: "permuted_tokens_grad" and,
+    with probs and probs_grad, "probs_grad"."""
+    del restore_shape  # not read (SPEC-unpermute U2)
+    return _as_dict(_moeperm.infer_unpermute_grad(
+        _spec(unpermuted_tokens_grad), _spec(out_index), _spec(permute_token_id),
+        _spec(routing_map), _spec(permuted_tokens), _spec(probs), bool(drop_and_pad),
+        bool(probs_grad)))
+
+
+def _unpermute(permuted_tokens, sorted_indices, restore_shape, probs, routing_map, drop_and_pad,
+               all_outputs):
+    """The unpermute without autograd: (unpermuted_tokens, out_index, permute_token_id,
+    permute_probs), the last three None unless all_outputs."""
+    api = "unpermute_with_routing_map"
+    call = _Call(api, "permuted_tokens", permuted_tokens)
+    x = call.add(0, "permuted_tokens", permuted_tokens)
+    s = call.add(1, "sorted_indices", sorted_indices)
+    m = call.add(2, "routing_map", routing_map)
+    p = call.add(3, "probs", probs)
+    # permuteProbs has the probs' dtype; without probs it is zeros of the tokens' dtype.
+    sources = {"unpermuted_tokens": "permuted_tokens", "out_index": "int32",
+               "permute_token_id": "int32",
+               "permute_probs": "probs" if p is not None else "permuted_tokens"}
+    with call.device_guard():
+        _moeperm.unpermute(x, s, m, p, bool(drop_and_pad), _restore_shape(restore_shape),
+                           bool(all_outputs), call.alloc_for(sources), call.bf16_views,
+                           call.stream())
+    out = call.outputs
+    return (out["unpermuted_tokens"], out.get("out_index"), out.get("permute_token_id"),
+            out.get("permute_probs"))
+
+
+def unpermute_with_routing_map_grad(unpermuted_tokens_grad, out_index, permute_token_id,
+                                    routing_map=None, permuted_tokens=None, probs=None,
+                                    drop_and_pad=False, restore_shape=None, probs_grad=True):
+    """aclnnMoeTokenUnpermuteWithRoutingMapGrad (SPEC-unpermute U2).
+
+    unpermuted_tokens_grad G [T, H]; (out_index, permute_token_id) [R] int32: drop-less,
+    the forward's sorted_indices twice (torch_npu's rule) or the forward's own two outputs;
+    drop-and-pad, the forward's out_index and permute_token_id. With probs [T, E] the
+    routing_map is required, and for the probs gradient (probs_grad=True) also the forward's
+    permuted_tokens [R, H]. restore_shape is not read.
+
+    Returns (permuted_tokens_grad [R, H] in the dtype of G, probs_grad [T, E] in the dtype of
+    probs, or None without probs or with probs_grad=False) in the framework and on the
+    device of `unpermuted_tokens_grad`.
+    """
+    del restore_shape  # not read (SPEC-unpermute U2)
+    api = "unpermute_with_routing_map_grad"
+    call = _Call(api, "unpermuted_tokens_grad", unpermuted_tokens_grad)
+    g = call.add(0, "unpermuted_tokens_grad", unpermuted_tokens_grad)
+    o = call.add(1, "out_index", out_index)
+    i = call.add(2, "permute_token_id", permute_token_id)
+    m = call.add(3, "routing_map", routing_map)
+    x = call.add(4, "permuted_tokens", permuted_tokens)
+    p = call.add(5, "probs", probs)
+    sources = {"permuted_tokens_grad": "unpermuted_tokens_grad", "probs_grad": "probs"}
+    with call.device_guard():
+        _moeperm.unpermute_grad(g, o, i, m, x, p, bool(drop_and_pad), bool(probs_grad),
+                                call.alloc_for(sources), call.bf16_views, call.stream())
+    out = call.outputs
+    return out["permuted_tokens_grad"], out.get("probs_grad")

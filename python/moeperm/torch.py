@@ -13,7 +13,11 @@ so ``torch.compile(fullgraph=True)`` traces through them. ``PermuteWithRoutingMa
 same computation as a plain ``torch.autograd.Function`` (used on older PyTorch).
 
 The third output, ``sorted_indices``, is CANN's sortedIndices (SPEC §2), not
-TransformerEngine's row_id_map: pair it with an unpermute written for CANN's layout.
+TransformerEngine's row_id_map: pair it with CANN's unpermute, which this module has too:
+``npu_moe_token_unpermute_with_routing_map(permuted_tokens, sorted_indices, restore_shape, *,
+probs=None, routing_map=None, drop_and_pad=False)`` (torch_npu's call shape, differentiable
+by torch_npu's rule; custom operators ``torch.ops.moeperm.unpermute_with_routing_map`` and
+``..._grad``), ``unpermute_with_routing_map(_all)`` and ``unpermute_with_routing_map_grad``.
 """
 
 from typing import Optional, Tuple
@@ -21,25 +25,16 @@ from typing import Optional, Tuple
 import torch
 
 from . import _api
-
-_api._check_torch(torch)  # a clear ImportError on a PyTorch older than moeperm takes
+from ._torch_common import CUSTOM_OPS as _CUSTOM_OPS
+from ._torch_common import empty_like_outputs as _empty_like_outputs
+from ._torch_unpermute import (UnpermuteWithRoutingMap, npu_moe_token_unpermute_with_routing_map,
+                               unpermute_with_routing_map_all, unpermute_with_routing_map_grad)
 
 __all__ = ["permute_with_routing_map", "permute_with_routing_map_grad",
-           "moe_permute_with_probs", "PermuteWithRoutingMap", "custom_ops_registered"]
-
-
-def _empty_like_outputs(outputs, like, names):
-    """Empty tensors of the shapes and dtypes infer_outputs gave, on `like`'s device, in the
-    order of `names` (a name the call has no output for: an empty 1-D tensor of like's
-    dtype, the custom operators' stand-in for None)."""
-    result = []
-    for name in names:
-        if name in outputs:
-            shape, dtype = outputs[name]
-            result.append(like.new_empty(shape, dtype=getattr(torch, dtype)))
-        else:
-            result.append(like.new_empty(0))
-    return tuple(result)
+           "moe_permute_with_probs", "PermuteWithRoutingMap", "custom_ops_registered",
+           "npu_moe_token_unpermute_with_routing_map", "unpermute_with_routing_map",
+           "unpermute_with_routing_map_all", "unpermute_with_routing_map_grad",
+           "UnpermuteWithRoutingMap"]
 
 
 def _save(ctx, tokens, routing_map, probs, sorted_indices, drop_and_pad):
@@ -111,9 +106,6 @@ class PermuteWithRoutingMap(torch.autograd.Function):
 def custom_ops_registered():
     """Whether torch.ops.moeperm.* exist (PyTorch >= 2.4: torch.library.custom_op)."""
     return _CUSTOM_OPS
-
-
-_CUSTOM_OPS = hasattr(torch.library, "custom_op") and hasattr(torch.library, "register_fake")
 
 if _CUSTOM_OPS:
     # Custom operators cannot return None: an absent probs output is an empty tensor here
@@ -214,3 +206,11 @@ def permute_with_routing_map_grad(permuted_tokens_grad, permuted_probs_grad, sor
                                                   num_tokens, drop_and_pad, probs_grad_dtype)
     return _grad_via_op(permuted_tokens_grad, permuted_probs_grad, sorted_indices, routing_map,
                         int(num_experts), int(num_tokens), bool(drop_and_pad), probs_grad_dtype)
+
+
+def unpermute_with_routing_map(permuted_tokens, sorted_indices, restore_shape=None, probs=None,
+                               routing_map=None, drop_and_pad=False):
+    """Differentiable aclnnMoeTokenUnpermuteWithRoutingMap: unpermuted_tokens [T, H]."""
+    return unpermute_with_routing_map_all(permuted_tokens, sorted_indices, restore_shape,
+                                          probs=probs, routing_map=routing_map,
+                                          drop_and_pad=drop_and_pad)[0]

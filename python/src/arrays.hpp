@@ -111,4 +111,7 @@ struct NamedOutput {
 };
 OutputList output_list(std::initializer_list<NamedOutput> outputs);
 
+// The unpermute pair's functions on the module (unpermute_bindings.cpp).
+void bind_unpermute(nb::module_ &m);
+
 }  // namespace moeperm_py
