@@ -12,6 +12,7 @@ import pathlib
 OUT = pathlib.Path(__file__).resolve().parent / "corpus"
 
 FLAG_GRAD, FLAG_DP, FLAG_PIN, FLAG_POUT, FLAG_NOMAP, FLAG_STREAM, FLAG_REEXEC = 1, 2, 4, 8, 16, 32, 64
+FLAG_UNPERMUTE = 128  # the unpermute pair (fuzz_unpermute.cpp): 8 tensor records
 F32, F16, BF16 = 0, 1, 2  # value-dtype byte (index into {f32, f16, bf16})
 
 
@@ -76,6 +77,28 @@ def main():
     # Wrong dtype and rank.
     seeds["grad-g-int64"] = header(FLAG_GRAD, 5, 4, 9, 2, 0) + record(dtype=246)
     seeds["fwd-rank3"] = header(0, 5, 4, 9, 2, 0) + record(shape=245) + bytes([2])
+    # The unpermute pair: both operators, both modes, probs (and side outputs / dP) or not.
+    for grad, dp, probs, vt in itertools.product((0, 1), (0, 1), (0, 1), (F32, F16, BF16)):
+        flags = FLAG_UNPERMUTE | (FLAG_GRAD if grad else 0) | (FLAG_DP if dp else 0)
+        flags |= (FLAG_PIN | FLAG_POUT) if probs else 0
+        name = f"unp-{'grad' if grad else 'fwd'}-{'dp' if dp else 'dl'}-{'p' if probs else 'np'}-{vt}"
+        seeds[name] = header(flags, T=5, E=4, H=9, K=2, C=3, vt=vt, probs=(50 if probs else 0))
+    seeds["unp-fwd-dl-wide-f32probs"] = header(FLAG_UNPERMUTE | FLAG_PIN | FLAG_POUT, 7, 8, 70, 3, 0,
+                                               vt=BF16, probs=210)
+    seeds["unp-grad-dp-stream"] = header(FLAG_UNPERMUTE | FLAG_GRAD | FLAG_DP | FLAG_PIN | FLAG_POUT |
+                                         FLAG_STREAM | FLAG_REEXEC, 6, 3, 40, 0, 4)
+    # No restoreShape and no probs (161001); restoreShape from the input; rows named twice.
+    seeds["unp-fwd-no-restore"] = header(FLAG_UNPERMUTE, 5, 4, 9, 2, 0, attr2=3)
+    seeds["unp-fwd-restore-wrong"] = header(FLAG_UNPERMUTE, 5, 4, 9, 2, 0, attr=200) + bytes([5, 10])
+    seeds["unp-grad-repeated-rows"] = header(FLAG_UNPERMUTE | FLAG_GRAD, 5, 4, 9, 2, 0, extra=16)
+    # CANN's tiling rejections of the Grad (561002): C > T with probs, K > E with probs.
+    seeds["unp-grad-dp-c-over-t"] = header(FLAG_UNPERMUTE | FLAG_GRAD | FLAG_DP | FLAG_PIN, 3, 2, 5, 0, 4)
+    seeds["unp-grad-dl-k-over-e"] = header(FLAG_UNPERMUTE | FLAG_GRAD | FLAG_PIN, 3, 2, 5, 3, 0)
+    # Empty: H = 0, K = 0; a workspace too small; a strided first tensor.
+    seeds["unp-fwd-h0"] = header(FLAG_UNPERMUTE | FLAG_PIN | FLAG_POUT, 4, 3, 0, 2, 0)
+    seeds["unp-grad-k0"] = header(FLAG_UNPERMUTE | FLAG_GRAD, 4, 3, 5, 0, 0)
+    seeds["unp-grad-ws-small"] = header(FLAG_UNPERMUTE | FLAG_GRAD, 5, 4, 9, 2, 0, ws=205)
+    seeds["unp-fwd-layout-pad"] = header(FLAG_UNPERMUTE | FLAG_PIN | FLAG_POUT, 5, 4, 9, 2, 0) + record(layout=(130, 1, 2))
     for name, data in seeds.items():
         (OUT / f"seed-{name}").write_bytes(data)
     print(f"wrote {len(seeds)} seeds to {OUT}")

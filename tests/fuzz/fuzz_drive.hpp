@@ -1,0 +1,69 @@
+// The part of the fuzz harness every operator shares (fuzz_operators.cpp has the invariants
+// and the input layout): one call's operands, and the two phases driven with the workspace,
+// stream and re-execution choices of the input, checking the invariants as they go.
+#pragma once
+
+#include <aclnn/acl_meta.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "fuzz_input.hpp"
+
+namespace moeperm::fuzz {
+
+// One call: its operands in CANN's parameter order, which of them are outputs, and the
+// storage of every operand as it was before the first phase (inputs must keep it; a failed
+// run must leave outputs so; the oracle starts its outputs from it).
+struct Case {
+  bool grad = false, dp = false, probs_in = false, probs_out = false, map = true;
+  bool stream = false;
+  bool tiling_rejections = false;  // the operator may return 561002 for CANN's tiling limits
+  std::vector<Operand> ops;
+  std::vector<bool> is_output;
+  std::vector<std::vector<std::byte>> before;
+  aclTensor *tensor(size_t i) const { return ops[i].acl; }
+};
+
+// Flags bit 7: the input drives the unpermute pair.
+constexpr uint8_t kFlagUnpermute = 128;
+
+// The header every input starts with (fuzz_operators.cpp's layout), decoded.
+struct Header {
+  uint8_t flags = 0;
+  bool reexecute = false;
+  int64_t T = 0, E = 0, H = 0, K = 0, C = 0;
+  int64_t R = 0;  // T * K drop-less, E * C drop-and-pad (0 when that overflows)
+  uint8_t attr = 0, attr2 = 0;
+  DType vt = DType::f32, pt = DType::f32, mt = DType::boolean;
+  uint8_t ws_mode = 0, extra = 0;
+  Case base_case() const;  // the flags' choices, no operands yet
+};
+Header read_header(Reader &r, uint8_t flags);
+
+// The phases of one operator: phase1(workspace_size*, executor**) (either may be null),
+// execute(workspace, size, executor, stream), and the oracle of a successful run.
+struct Phases {
+  std::function<aclnnStatus(uint64_t *, aclOpExecutor **)> phase1;
+  std::function<aclnnStatus(void *, uint64_t, aclOpExecutor *, aclrtStream)> execute;
+  std::function<void(Case &)> oracle;
+  // Tokens and experts the oracle walks: past kMaxOracleTokens the outputs must be empty.
+  int64_t oracle_tokens = 0, oracle_experts = 0;
+};
+
+// Dimension i of an operand's shape, 0 when it has fewer (the sizes the oracle walks are
+// taken before the first phase has checked the ranks).
+inline int64_t dim_of(const Operand &op, size_t i) {
+  return i < op.host.desc.shape.size() ? op.host.desc.shape[i] : 0;
+}
+
+// Drives both phases on `c` (its operands made and filled) and checks every invariant;
+// ws_mode, extra and reexecute are the input's choices (fuzz_operators.cpp). Destroys the
+// tensors at the end.
+void drive(Case &c, const Phases &phases, uint8_t ws_mode, uint8_t extra, bool reexecute);
+
+// The unpermute pair's inputs (fuzz_unpermute.cpp): flags bit 7 selects it.
+void run_unpermute(Reader &r, uint8_t flags);
+
+}  // namespace moeperm::fuzz
