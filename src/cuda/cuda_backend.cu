@@ -33,6 +33,9 @@ enum Slot : int {
   kSlotSortValues,
   kSlotTokenRuns,
   kSlotSortTemp,
+  kSlotFirstNamed,
+  kSlotSlotValues,
+  kSlotWinners,
   kSlotCount,
 };
 static_assert(kSlotCount <= detail::WorkspaceLayout::kMaxSlots,
@@ -63,6 +66,27 @@ Status prepare_permute_grad(detail::Plan &p) {
   return Status::success();
 }
 
+// Unpermute: drop-and-pad sorts the slots by token (the permute Grad's sort).
+Status prepare_unpermute(detail::Plan &p) {
+  if (p.drop_and_pad && p.R > 0) return add_sort(p);
+  return Status::success();
+}
+
+// Unpermute Grad: outIndex's uniqueness check keeps each row's first slot; drop-and-pad dP
+// keeps the slots' dot products and each entry's winning slot.
+Status prepare_unpermute_grad(detail::Plan &p) {
+  auto &w = p.workspace;
+  if (p.R > 0)
+    p.ws_slot[kSlotFirstNamed] =
+        w.add("first_named", static_cast<uint64_t>(p.R) * sizeof(unsigned long long));
+  if (p.drop_and_pad && p.probs == detail::ProbsWork::compute && p.R > 0) {
+    p.ws_slot[kSlotSlotValues] = w.add("slot_values", static_cast<uint64_t>(p.R) * sizeof(float));
+    p.ws_slot[kSlotWinners] =
+        w.add("winners", static_cast<uint64_t>(p.T * p.E) * sizeof(unsigned long long));
+  }
+  return Status::success();
+}
+
 using CudaKernel = Status (*)(const detail::Plan &, const detail::Buffers &, const Workspace &,
                               cudaStream_t);
 
@@ -70,8 +94,8 @@ using CudaKernel = Status (*)(const detail::Plan &, const detail::Buffers &, con
 constexpr detail::KernelTable<CudaKernel> kKernels{
     {detail::Op::permute, {prepare_permute, permute, permute}},
     {detail::Op::permute_grad, {prepare_permute_grad, permute_grad, permute_grad}},
-    {detail::Op::unpermute, detail::kNotImplemented},  // next: its CUDA kernels (issue 12)
-    {detail::Op::unpermute_grad, detail::kNotImplemented},
+    {detail::Op::unpermute, {prepare_unpermute, unpermute, unpermute}},
+    {detail::Op::unpermute_grad, {prepare_unpermute_grad, unpermute_grad, unpermute_grad}},
 };
 static_assert(kKernels.lists_every_op(), "the CUDA backend needs a line for every Op");
 
@@ -121,6 +145,11 @@ Status to_status(const detail::Plan &p, const DeviceStatus &s) {
     case kTooManyExpertsInRow:
       return detail::too_many_experts_in_row(p, static_cast<int64_t>(s.first_bad), s.bad_value);
     case kTooManyRoutedPairs: return detail::too_many_routed_pairs(p, s.routed_pairs);
+    case kBadIndex:
+      return detail::bad_index(p, s.rule, static_cast<int64_t>(s.first_bad), s.bad_value);
+    case kRepeatedIndex:
+      return detail::repeated_index(p, s.rule, static_cast<int64_t>(s.first_bad), s.bad_value,
+                                    s.first_named);
     default: return detail::internal_error(p.api(), detail::cat("unknown device status ", s.kind));
   }
 }
@@ -188,6 +217,9 @@ Workspace resolve(const detail::Plan &p, std::byte *base) {
   ws.sort_temp = at(kSlotSortTemp);
   ws.sort_temp_bytes =
       p.ws_slot[kSlotSortTemp] < 0 ? 0 : p.workspace.bytes(p.ws_slot[kSlotSortTemp]);
+  ws.first_named = static_cast<unsigned long long *>(at(kSlotFirstNamed));
+  ws.slot_values = static_cast<float *>(at(kSlotSlotValues));
+  ws.winners = static_cast<unsigned long long *>(at(kSlotWinners));
   return ws;
 }
 

@@ -50,8 +50,10 @@ struct DeviceStatus {
   unsigned long long first_bad;  // position (S index j, or token row t); kNone when none
   long long bad_value;           // S[j], or the row's expert count
   long long routed_pairs;        // nnz of the routing map, when the plan counts it
+  long long first_named;         // kRepeatedIndex: the earlier position naming bad_value
   int failed;                    // 0: outputs may be written
   int kind;                      // DeviceErrorKind
+  int rule;                      // kBadIndex, kRepeatedIndex: the description's index rule
 };
 inline constexpr unsigned long long kNone = ~0ull;
 enum DeviceErrorKind : int {
@@ -59,6 +61,8 @@ enum DeviceErrorKind : int {
   kBadSortedIndex = 1,
   kTooManyExpertsInRow = 2,
   kTooManyRoutedPairs = 3,
+  kBadIndex = 4,       // an index rule's value out of its range (index_checks.cu)
+  kRepeatedIndex = 5,  // a `unique` index rule naming a value twice
 };
 
 }  // namespace moeperm::cuda

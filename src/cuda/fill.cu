@@ -34,9 +34,8 @@ Status zero_vector(const DVector &v, const DeviceStatus *status, cudaStream_t st
 
 Status cuda_status(cudaError_t err, const char *what) {
   if (err == cudaSuccess) return Status::success();
-  return detail::fail(Code::runtime_error,
-                      detail::cat(what, " failed: ", cudaGetErrorName(err), " (",
-                                  cudaGetErrorString(err), ")"));
+  return detail::fail(Code::runtime_error, detail::cat(what, " failed: ", cudaGetErrorName(err),
+                                                       " (", cudaGetErrorString(err), ")"));
 }
 
 }  // namespace moeperm::cuda

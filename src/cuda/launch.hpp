@@ -31,6 +31,9 @@ struct Workspace {
   int64_t *token_runs = nullptr;      // [2][T]  [start, end) of each token's run
   void *sort_temp = nullptr;          // CUB's temporary storage
   size_t sort_temp_bytes = 0;
+  unsigned long long *first_named = nullptr;  // [R]  a unique index rule's first positions
+  float *slot_values = nullptr;               // [R]  the unpermute Grad's dot products
+  unsigned long long *winners = nullptr;      // [T * E]  1 + the slot that writes each dP entry
 };
 
 // expert_ranks.cu: expert-major ranks of the routing map (SPEC §2's `f`).
@@ -57,11 +60,27 @@ Status rank_grad_probs(const detail::Plan &p, const DMatrix &map, const Workspac
                        const DMatrix &dense_probs, const DVector &permuted_probs,
                        cudaStream_t stream);
 
-// permute_cuda.cu / permute_grad_cuda.cu: the operators.
+// index_checks.cu: every index rule of the plan's operator and mode, in order (range, then
+// `unique`), into the status word; ws.first_named then holds the last unique rule's first
+// positions (kNone: a value no position names).
+Status check_index_rules(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
+                         cudaStream_t stream);
+
+// permute_grad_cuda.cu: a stable radix sort of the positions j < ids.len by their (checked)
+// token id; on return (*values)[pos] is the j at sorted position pos, (*keys)[pos] its token,
+// and ws.token_runs[t], ws.token_runs[T + t] the [start, end) of token t's positions.
+Status sort_slots_by_token(const detail::Plan &p, const DVector &ids, const Workspace &ws,
+                           cudaStream_t stream, const int32_t **keys, const int64_t **values);
+
+// permute_cuda.cu / permute_grad_cuda.cu / unpermute_cuda.cu / unpermute_grad_cuda.cu.
 Status permute(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
                cudaStream_t stream);
 Status permute_grad(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
                     cudaStream_t stream);
+Status unpermute(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
+                 cudaStream_t stream);
+Status unpermute_grad(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
+                      cudaStream_t stream);
 
 // Small shared kernels (fill.cu).
 Status zero_matrix(const DMatrix &m, const DeviceStatus *status, cudaStream_t stream);

@@ -124,6 +124,30 @@ int sort_key_bits(int64_t T) {
   return bits;
 }
 
+Status sort_slots_by_token(const detail::Plan &p, const DVector &ids, const Workspace &ws,
+                           cudaStream_t stream, const int32_t **keys_out,
+                           const int64_t **values_out) {
+  const int64_t R = ids.len;
+  make_pairs_kernel<<<grid_for_threads(R, 256), 256, 0, stream>>>(ids, ws.sort_keys, ws.sort_values,
+                                                                  ws.status);
+  MOEPERM_TRY(launched("make_pairs"));
+  cub::DoubleBuffer<int32_t> keys(ws.sort_keys, ws.sort_keys + R);
+  cub::DoubleBuffer<int64_t> values(ws.sort_values, ws.sort_values + R);
+  size_t temp_bytes = ws.sort_temp_bytes;
+  MOEPERM_TRY(cuda_status(cub::DeviceRadixSort::SortPairs(ws.sort_temp, temp_bytes, keys, values, R,
+                                                          0, sort_key_bits(p.T), stream),
+                          "cub::DeviceRadixSort::SortPairs"));
+  MOEPERM_TRY(cuda_status(
+      cudaMemsetAsync(ws.token_runs, 0, static_cast<size_t>(2 * p.T) * sizeof(int64_t), stream),
+      "cudaMemsetAsync"));
+  run_bounds_kernel<<<grid_for_threads(R, 256), 256, 0, stream>>>(keys.Current(), R, p.T,
+                                                                  ws.token_runs, ws.status);
+  MOEPERM_TRY(launched("run_bounds"));
+  *keys_out = keys.Current();
+  *values_out = values.Current();
+  return Status::success();
+}
+
 Status permute_grad(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
                     cudaStream_t stream) {
   const DMatrix tokens_grad = view(p.tokens(), b.tokens(), p.value_dtype);
@@ -157,31 +181,18 @@ Status permute_grad(const detail::Plan &p, const detail::Buffers &b, const Works
     }));
   } else {
     if (p.R > 0) {
-      make_pairs_kernel<<<grid_for_threads(p.R, 256), 256, 0, stream>>>(S, ws.sort_keys,
-                                                                        ws.sort_values, ws.status);
-      MOEPERM_TRY(launched("make_pairs"));
-      cub::DoubleBuffer<int32_t> keys(ws.sort_keys, ws.sort_keys + p.R);
-      cub::DoubleBuffer<int64_t> values(ws.sort_values, ws.sort_values + p.R);
-      size_t temp_bytes = ws.sort_temp_bytes;
-      MOEPERM_TRY(
-          cuda_status(cub::DeviceRadixSort::SortPairs(ws.sort_temp, temp_bytes, keys, values, p.R,
-                                                      0, sort_key_bits(p.T), stream),
-                      "cub::DeviceRadixSort::SortPairs"));
-      MOEPERM_TRY(cuda_status(
-          cudaMemsetAsync(ws.token_runs, 0, static_cast<size_t>(2 * p.T) * sizeof(int64_t), stream),
-          "cudaMemsetAsync"));
-      run_bounds_kernel<<<grid_for_threads(p.R, 256), 256, 0, stream>>>(keys.Current(), p.R, p.T,
-                                                                        ws.token_runs, ws.status);
-      MOEPERM_TRY(launched("run_bounds"));
+      const int32_t *keys = nullptr;
+      const int64_t *values = nullptr;
+      MOEPERM_TRY(sort_slots_by_token(p, S, ws, stream, &keys, &values));
       MOEPERM_TRY(with_value_type(p.value_dtype, [&](auto v) {
         sum_runs_kernel<decltype(v)><<<grid_of(p.T), kRowThreads, 0, stream>>>(
-            tokens_grad, G, values.Current(), ws.token_runs, p.T, ws.status);
+            tokens_grad, G, values, ws.token_runs, p.T, ws.status);
         return launched("sum_runs");
       }));
       if (p.probs == detail::ProbsWork::compute) {
         MOEPERM_TRY(zero_matrix(dense, ws.status, stream));
         scatter_probs_kernel<<<grid_for_threads(p.T, 256), 256, 0, stream>>>(
-            dense, P, values.Current(), ws.token_runs, p.T, p.C, ws.status);
+            dense, P, values, ws.token_runs, p.T, p.C, ws.status);
         MOEPERM_TRY(launched("scatter_probs"));
       }
     } else {

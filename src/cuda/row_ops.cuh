@@ -134,4 +134,112 @@ __device__ __forceinline__ void sum_rows_to_row(const DMatrix &dst, int64_t dr, 
   }
 }
 
+// a * b with the NaN an x86 mulss/vmulps gives (the host backends' bits): the first NaN
+// operand, quieted; inf * 0 gives 0xFFC00000. __fmul_rn is never contracted into an fma, so
+// the product is rounded to fp32 before it is added (SPEC-unpermute U1).
+__device__ __forceinline__ float mul_like_x86(float a, float b) {
+  const float r = __fmul_rn(a, b);
+  if (!isnan(r)) return r;
+  if (isnan(a)) return __uint_as_float(__float_as_uint(a) | 0x00400000u);
+  if (isnan(b)) return __uint_as_float(__float_as_uint(b) | 0x00400000u);
+  return __uint_as_float(0xffc00000u);
+}
+
+// The weight of source row i of a sum: none, fp32 products, or products rounded to the
+// storage dtype (SPEC-unpermute U1; drop-and-pad with probs of the token dtype).
+struct NoWeights {
+  static constexpr bool kWeighted = false;
+  __device__ __forceinline__ float operator()(int64_t) const { return 1.0f; }
+};
+struct SharedWeights {  // w[i], one per source row
+  static constexpr bool kWeighted = true;
+  const float *w;
+  bool round_products;
+  __device__ __forceinline__ float operator()(int64_t i) const { return w[i]; }
+};
+
+template <class V, class W>
+__device__ __forceinline__ float weighted(float x, const W &weights, float w) {
+  if constexpr (!W::kWeighted) {
+    return x;
+  } else {
+    const float prod = mul_like_x86(x, w);
+    return weights.round_products ? V::load(V::store(prod)) : prod;
+  }
+}
+
+// dst row dr = round(+0 + sum over i ascending of src row src_rows[i] (times weights(i))),
+// fp32 products and sums, one rounding: sum_rows_to_row with weights. A thread owns whole
+// elements, so each element's sum runs in the reference's order.
+template <class V, class W>
+__device__ __forceinline__ void weighted_sum_to_row(const DMatrix &dst, int64_t dr,
+                                                    const DMatrix &src, const int64_t *src_rows,
+                                                    int64_t n, const W &weights) {
+  using S = typename V::storage;
+  constexpr int kPer = 16 / sizeof(S);
+  const int64_t H = dst.cols;
+  bool vec = src.contiguous_rows() && dst.contiguous_rows() && aligned16(dst.row(dr));
+  for (int64_t i = 0; i < n && vec; ++i) vec = aligned16(src.row(src_rows[i]));
+  int64_t done = 0;
+  if (vec) {
+    const int64_t nvec = H / kPer;
+    for (int64_t v = threadIdx.x; v < nvec; v += blockDim.x) {
+      float acc[kPer];
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) acc[k] = 0.0f;
+      for (int64_t i = 0; i < n; ++i) {
+        const uint4 x = __ldg(reinterpret_cast<const uint4 *>(src.row(src_rows[i])) + v);
+        const S *e = reinterpret_cast<const S *>(&x);
+        const float w = weights(i);
+#pragma unroll
+        for (int k = 0; k < kPer; ++k)
+          acc[k] = add_like_x86(acc[k], weighted<V>(V::load(e[k]), weights, w));
+      }
+      uint4 out;
+      S *o = reinterpret_cast<S *>(&out);
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) o[k] = V::store(acc[k]);
+      reinterpret_cast<uint4 *>(dst.row(dr))[v] = out;
+    }
+    done = nvec * kPer;
+  }
+  for (int64_t h = done + threadIdx.x; h < H; h += blockDim.x) {
+    float acc = 0.0f;
+    for (int64_t i = 0; i < n; ++i) {
+      const float x = V::load(*reinterpret_cast<const S *>(src.at(src_rows[i], h)));
+      acc = add_like_x86(acc, weighted<V>(x, weights, weights(i)));
+    }
+    *reinterpret_cast<S *>(dst.at(dr, h)) = V::store(acc);
+  }
+}
+
+// dst row dr = round(src row sr * w), element by element (no +0 added: a -0 product stays
+// -0; SPEC-unpermute U2's dX). All threads of the block cooperate.
+template <class V>
+__device__ __forceinline__ void scale_row_to_row(const DMatrix &dst, int64_t dr, const DMatrix &src,
+                                                 int64_t sr, float w) {
+  using S = typename V::storage;
+  for (int64_t h = threadIdx.x; h < dst.cols; h += blockDim.x) {
+    const float x = V::load(*reinterpret_cast<const S *>(src.at(sr, h)));
+    *reinterpret_cast<S *>(dst.at(dr, h)) = V::store(mul_like_x86(x, w));
+  }
+}
+
+// SPEC-unpermute U3's dot product of row ar of a and row br of b, by one warp: lane l holds
+// part[l], the fma over h = l, l + 32, ... ascending from +0; then part[l] += part[l + w] for
+// w = 16, 8, 4, 2, 1 (__shfl_down_sync adds exactly part[l + w] to lane l). Every lane
+// lane 0 returns part[0]; the other lanes return partial values.
+template <class V>
+__device__ __forceinline__ float warp_dot(const DMatrix &a, int64_t ar, const DMatrix &b,
+                                          int64_t br) {
+  using S = typename V::storage;
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  float part = 0.0f;
+  for (int64_t h = lane; h < a.cols; h += 32)
+    part = __fmaf_rn(V::load(*reinterpret_cast<const S *>(a.at(ar, h))),
+                     V::load(*reinterpret_cast<const S *>(b.at(br, h))), part);
+  for (int w = 16; w >= 1; w /= 2) part = __fadd_rn(part, __shfl_down_sync(0xffffffffu, part, w));
+  return part;
+}
+
 }  // namespace moeperm::cuda

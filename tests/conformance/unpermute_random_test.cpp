@@ -1,5 +1,6 @@
-// The unpermute pair on random problems: every host backend configuration (the CPU backend
-// per ISA variant x {1 thread, all threads}) against the reference, bit for bit, on every
+// The unpermute pair on random problems: every backend configuration (the CPU backend per
+// ISA variant x {1 thread, all threads}, and the CUDA backend on a GPU, label gpu, with the
+// tensors in device memory) against the reference, bit for bit, on every
 // output byte (views and the storage around them, poisoned alike), across both modes, the
 // dtype combinations of SPEC-unpermute U4, with and without probs and the optional outputs,
 // contiguous, row-padded and column-strided layouts, and sizes that cross the kernels'
@@ -15,8 +16,11 @@
 #include <numeric>
 #include <optional>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
+
+#include <moeperm/acl_handles.hpp>
 
 #include "backend_matrix.hpp"
 #include "fp_reference.hpp"
@@ -84,6 +88,37 @@ struct Case {
   bool extras = false;       // forward: the three optional outputs; Grad: dP
   Lay lay = Lay::contiguous;
   int64_t R() const { return drop_and_pad ? E * KC : T * KC; }
+};
+
+// Where a run's tensors live: host storage, or for a device backend a device copy of each
+// whole storage (poison included), downloaded again after the run (also after a failure).
+class Memory {
+ public:
+  explicit Memory(Backend backend) : device_(backend_info(backend).device) {}
+  void *operator()(Buf &b) {
+    if (!device_) return b.data();
+    acl::DeviceBuffer d(b.bytes.size());
+    d.upload(b.bytes);
+    buffers_.push_back({&b, std::move(d)});
+    return buffers_.back().second.get();
+  }
+  std::span<std::byte> workspace(uint64_t bytes) {
+    if (!device_) {
+      host_ws_.resize(bytes);
+      return host_ws_;
+    }
+    if (bytes > 0) dev_ws_.reserve(bytes);
+    return {static_cast<std::byte *>(dev_ws_.get()), static_cast<size_t>(bytes)};
+  }
+  ~Memory() {
+    for (auto &[host, dev] : buffers_) dev.download(host->bytes);
+  }
+
+ private:
+  bool device_;
+  std::vector<std::pair<Buf *, acl::DeviceBuffer>> buffers_;
+  std::vector<std::byte> host_ws_;
+  acl::DeviceBuffer dev_ws_;
 };
 
 // Random inputs of one case, shared by both operators' runs.
@@ -351,16 +386,14 @@ std::vector<Case> cases_with(bool contiguous) {
 
 // Threads change the work split of the contiguous (large) cases; layouts change only which
 // row path runs, so the strided cases run once per ISA.
-INSTANTIATE_TEST_SUITE_P(
-    Contiguous, UnpermuteRandom,
-    ::testing::Combine(::testing::ValuesIn(cases_with(true)),
-                       ::testing::ValuesIn(backend_configs(Matrix::full, {.devices = false}))),
-    CaseName);
-INSTANTIATE_TEST_SUITE_P(
-    Strided, UnpermuteRandom,
-    ::testing::Combine(::testing::ValuesIn(cases_with(false)),
-                       ::testing::ValuesIn(backend_configs(Matrix::isas, {.devices = false}))),
-    CaseName);
+INSTANTIATE_TEST_SUITE_P(Contiguous, UnpermuteRandom,
+                         ::testing::Combine(::testing::ValuesIn(cases_with(true)),
+                                            ::testing::ValuesIn(backend_configs(Matrix::full))),
+                         CaseName);
+INSTANTIATE_TEST_SUITE_P(Strided, UnpermuteRandom,
+                         ::testing::Combine(::testing::ValuesIn(cases_with(false)),
+                                            ::testing::ValuesIn(backend_configs(Matrix::isas))),
+                         CaseName);
 
 }  // namespace
 }  // namespace moeperm::testing
