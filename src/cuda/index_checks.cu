@@ -5,19 +5,16 @@
 // the status word, so the first failing rule wins, as on the host. Atomics here only pick
 // positions (atomicMin): no value is summed.
 #include "cuda/launch.hpp"
+#include "cuda/row_ops.cuh"
 
 namespace moeperm::cuda {
 namespace {
-
-__device__ __forceinline__ int64_t value_at(const DVector &v, int64_t j) {
-  return *reinterpret_cast<const int32_t *>(v.at(j));
-}
 
 __global__ void range_kernel(DVector v, int64_t bound, bool minus_one, DeviceStatus *st) {
   if (st->failed) return;
   for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < v.len;
        j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t x = value_at(v, j);
+    const int64_t x = index_at(v, j);
     if (!((x >= 0 && x < bound) || (minus_one && x == -1)))
       atomicMin(&st->first_bad, static_cast<unsigned long long>(j));
   }
@@ -28,7 +25,7 @@ __global__ void first_named_kernel(DVector v, unsigned long long *first, const D
   if (st->failed) return;
   for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < v.len;
        j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t x = value_at(v, j);
+    const int64_t x = index_at(v, j);
     if (x >= 0) atomicMin(first + x, static_cast<unsigned long long>(j));
   }
 }
@@ -37,7 +34,7 @@ __global__ void repeated_kernel(DVector v, const unsigned long long *first, Devi
   if (st->failed) return;
   for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < v.len;
        j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t x = value_at(v, j);
+    const int64_t x = index_at(v, j);
     if (x >= 0 && first[x] != static_cast<unsigned long long>(j))
       atomicMin(&st->first_bad, static_cast<unsigned long long>(j));
   }
@@ -47,7 +44,7 @@ __global__ void finalize_kernel(DeviceStatus *st, DVector v, int rule, int kind,
                                 const unsigned long long *first) {
   if (st->failed || st->first_bad == kNone) return;
   const auto pos = static_cast<int64_t>(st->first_bad);
-  st->bad_value = value_at(v, pos);
+  st->bad_value = index_at(v, pos);
   if (kind == kRepeatedIndex) st->first_named = static_cast<long long>(first[st->bad_value]);
   st->rule = rule;
   st->kind = kind;

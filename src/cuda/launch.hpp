@@ -8,6 +8,7 @@
 #include "core/op_desc.hpp"
 #include "core/plan.hpp"
 #include "core/status.hpp"
+#include "cuda/device_elements.cuh"
 #include "cuda/device_views.cuh"
 
 namespace moeperm::cuda {
@@ -89,6 +90,17 @@ Status zero_vector(const DVector &v, const DeviceStatus *status, cudaStream_t st
 // A CUDA error as a Status (ACLNN_ERR_RUNTIME_ERROR, naming the call).
 Status cuda_status(cudaError_t err, const char *what);
 inline Status launched(const char *kernel) { return cuda_status(cudaGetLastError(), kernel); }
+
+// Calls f(V{}) with the element policy (DBf16, DF16, DF32) of a value dtype: the one
+// dispatch from a plan's runtime dtype to a kernel template.
+template <class F>
+Status with_value_type(DType dtype, F &&f) {
+  switch (dtype) {
+    case DType::bf16: return f(DBf16{});
+    case DType::f16: return f(DF16{});
+    default: return f(DF32{});
+  }
+}
 
 }  // namespace moeperm::cuda
 

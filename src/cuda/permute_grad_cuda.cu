@@ -20,10 +20,6 @@ namespace {
 constexpr int kRowThreads = 256;
 using detail::kMaxTopK;
 
-__device__ __forceinline__ int64_t index_at(const DVector &s, int64_t j) {
-  return *reinterpret_cast<const int32_t *>(s.at(j));
-}
-
 __global__ void check_indices_kernel(DVector S, int64_t lo, int64_t hi, bool allow_minus_one,
                                      DeviceStatus *status) {
   for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < S.len;
@@ -101,15 +97,6 @@ __global__ void scatter_probs_kernel(DMatrix dense, DVector P, const int64_t *va
       const int64_t j = values[i];
       copy_element(dense.at(t, j / C), P.at(j), dense.es);
     }
-  }
-}
-
-template <class F>
-Status with_value_type(DType dtype, F &&f) {
-  switch (dtype) {
-    case DType::bf16: return f(DBf16{});
-    case DType::f16: return f(DF16{});
-    default: return f(DF32{});
   }
 }
 

@@ -11,6 +11,27 @@
 
 namespace moeperm::cuda {
 
+// Element i of an int32 index vector.
+__device__ __forceinline__ int64_t index_at(const DVector &v, int64_t i) {
+  return *reinterpret_cast<const int32_t *>(v.at(i));
+}
+
+// One element of a float dtype known at run time (probabilities), as fp32 / from fp32.
+__device__ __forceinline__ float load_as_float(const char *p, DType dt) {
+  if (dt == DType::bf16) return bf16_to_f32(*reinterpret_cast<const uint16_t *>(p));
+  if (dt == DType::f16) return f16_to_f32(*reinterpret_cast<const uint16_t *>(p));
+  return *reinterpret_cast<const float *>(p);
+}
+
+__device__ __forceinline__ void store_from_float(char *p, DType dt, float v) {
+  if (dt == DType::bf16)
+    *reinterpret_cast<uint16_t *>(p) = f32_to_bf16(v);
+  else if (dt == DType::f16)
+    *reinterpret_cast<uint16_t *>(p) = f32_to_f16(v);
+  else
+    *reinterpret_cast<float *>(p) = v;
+}
+
 __device__ __forceinline__ bool aligned16(const void *p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }

@@ -19,16 +19,6 @@ namespace {
 constexpr int kRowThreads = 256;
 using detail::kMaxTopK;  // drop-less K <= 512 (U4 forward rule 4)
 
-__device__ __forceinline__ float load_as_float(const char *p, DType dt) {
-  if (dt == DType::bf16) return bf16_to_f32(*reinterpret_cast<const uint16_t *>(p));
-  if (dt == DType::f16) return f16_to_f32(*reinterpret_cast<const uint16_t *>(p));
-  return *reinterpret_cast<const float *>(p);
-}
-
-__device__ __forceinline__ int64_t index_at(const DVector &v, int64_t j) {
-  return *reinterpret_cast<const int32_t *>(v.at(j));
-}
-
 __device__ __forceinline__ void store_index(const DVector &v, int64_t j, int64_t x) {
   if (v.base) *reinterpret_cast<int32_t *>(v.at(j)) = static_cast<int32_t>(x);
 }
@@ -126,15 +116,6 @@ __global__ void side_outputs_kernel(Args a, const int32_t *keys, const int64_t *
     store_index(a.token_id, j, keys[j]);
     store_index(a.out_index, j, values[j]);
     store_slot_prob(a, j, index_at(a.S, j), a.probs ? j / a.C : -1);
-  }
-}
-
-template <class F>
-Status with_value_type(DType dtype, F &&f) {
-  switch (dtype) {
-    case DType::bf16: return f(DBf16{});
-    case DType::f16: return f(DF16{});
-    default: return f(DF32{});
   }
 }
 

@@ -20,25 +20,6 @@ constexpr int kRowThreads = 256;
 constexpr int kWarps = kRowThreads / 32;
 using detail::kMaxTopK;  // with probs, drop-less K <= 512 (U4 Grad rule 3)
 
-__device__ __forceinline__ float load_as_float(const char *p, DType dt) {
-  if (dt == DType::bf16) return bf16_to_f32(*reinterpret_cast<const uint16_t *>(p));
-  if (dt == DType::f16) return f16_to_f32(*reinterpret_cast<const uint16_t *>(p));
-  return *reinterpret_cast<const float *>(p);
-}
-
-__device__ __forceinline__ void store_from_float(char *p, DType dt, float v) {
-  if (dt == DType::bf16)
-    *reinterpret_cast<uint16_t *>(p) = f32_to_bf16(v);
-  else if (dt == DType::f16)
-    *reinterpret_cast<uint16_t *>(p) = f32_to_f16(v);
-  else
-    *reinterpret_cast<float *>(p) = v;
-}
-
-__device__ __forceinline__ int64_t index_at(const DVector &v, int64_t j) {
-  return *reinterpret_cast<const int32_t *>(v.at(j));
-}
-
 struct Args {
   DMatrix G, X, dX, map, P, dP;
   DVector O, I;
@@ -130,15 +111,6 @@ __global__ void zero_unnamed_rows_kernel(DMatrix dX, const unsigned long long *f
   if (status->failed) return;
   for (int64_t r = blockIdx.x; r < dX.rows; r += gridDim.x)
     if (first[r] == kNone) zero_row(dX, r);
-}
-
-template <class F>
-Status with_value_type(DType dtype, F &&f) {
-  switch (dtype) {
-    case DType::bf16: return f(DBf16{});
-    case DType::f16: return f(DF16{});
-    default: return f(DF32{});
-  }
 }
 
 unsigned blocks_for(int64_t n) { return grid_of((n + 255) / 256); }
