@@ -191,9 +191,16 @@ struct Sizes {
   int64_t rows = 0;      // R
 };
 
-// The operators, one per CANN operator API (to_string gives its name, e.g.
-// "aclnnMoeTokenPermuteWithRoutingMapGrad").
-enum class Operator { permute, permute_grad, unpermute, unpermute_grad };
+// The operators: one per CANN operator API (to_string gives its name, e.g.
+// "aclnnMoeTokenPermuteWithRoutingMapGrad"), then the ragged pair ("moeperm::ragged_permute").
+enum class Operator {
+  permute,
+  permute_grad,
+  unpermute,
+  unpermute_grad,
+  ragged_permute,
+  ragged_unpermute
+};
 MOEPERM_API const char *to_string(Operator op) noexcept;
 // Whether `op` is the backward of another operator.
 MOEPERM_API bool is_backward(Operator op) noexcept;
@@ -311,3 +318,6 @@ MOEPERM_API void set_num_threads(int n);
 MOEPERM_API int get_num_threads();
 
 }  // namespace moeperm
+
+// The ragged pair (Megatron-LM's and TransformerEngine's semantics) is declared here too.
+#include <moeperm/ragged.hpp>

@@ -51,4 +51,11 @@ inline void store_value(DType dtype, void *base, int64_t offset, float v) {
   }
 }
 
+// Whether element `offset` of a routing map routes its token: any nonzero value of the map's
+// dtype (bool, int8, uint8: one byte; int32: four).
+inline bool routed_at(DType map_dtype, const void *map, int64_t offset) {
+  return element_size(map_dtype) == 4 ? *elem<int32_t>(map, offset) != 0
+                                      : *elem<uint8_t>(map, offset) != 0;
+}
+
 }  // namespace moeperm::detail

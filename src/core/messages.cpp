@@ -76,6 +76,14 @@ Status bad_index(const Plan &p, int rule, int64_t position, int64_t value) {
           p.drop_and_pad ? "true" : "false", ", ", label, "=", range.bound, ")"));
 }
 
+Status row_without_expert(const Plan &p, int64_t row, int64_t token, int64_t pairs) {
+  return inconsistent(p.api(),
+                      cat("sorted_indices[", row, "] = ", token, " names a token, but row ", row,
+                          " lies past the ", pairs,
+                          " (token, expert) pairs routing_map routes, so it has "
+                          "no expert to take its prob from (with probs, those rows must be -1)"));
+}
+
 Status repeated_index(const Plan &p, int rule, int64_t position, int64_t value, int64_t first) {
   const IndexRule &r = op_desc(p.op).index_rules[static_cast<size_t>(rule)];
   return inconsistent(

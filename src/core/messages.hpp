@@ -49,6 +49,9 @@ Status repeated_index(const Plan &plan, int rule, int64_t position, int64_t valu
 Status too_many_experts_in_row(const Plan &plan, int64_t row, int64_t experts);
 //   a routing map selecting more (token, expert) pairs than P has rows (grad, drop-less).
 Status too_many_routed_pairs(const Plan &plan, int64_t pairs);
+//   a row that names a token but lies past the routing map's routed pairs, so that it has no
+//   expert to take a prob from (ragged_unpermute with probs, drop-less).
+Status row_without_expert(const Plan &plan, int64_t row, int64_t token, int64_t pairs);
 // 161002: the requested backend has no kernel for the plan's operator and mode
 // (Note [Backend selection]): "<api>: permute_grad (dropAndPad=true) is not implemented on
 // the <title> backend".

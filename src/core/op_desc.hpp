@@ -56,8 +56,9 @@ struct OperandSet {
 
 // What a dtype rule allows (SPEC §5.3).
 enum class DtypeKind : uint8_t {
-  float_value,  // bf16, fp16, fp32
-  routing_map,  // int8, bool
+  float_value,      // bf16, fp16, fp32
+  routing_map,      // int8, bool
+  any_routing_map,  // bool, int8, uint8, int32 (the ragged operators)
   int32,
   same_as,    // exactly the dtype of operand `ref`
   probs_for,  // a probs dtype for the values of operand `ref` (probs_dtype_matches)
@@ -178,6 +179,7 @@ struct IndexRule {
   const char *name = "";  // printed in the error
   Sym dropless_bound = Sym::R, drop_and_pad_bound = Sym::T;
   bool dropless_allows_minus_one = true;
+  bool drop_and_pad_allows_minus_one = false;
   bool unique = false;
   Mode mode = Mode::any;
 };

@@ -6,3 +6,5 @@
 #include "core/ops/permute_grad.hpp"
 #include "core/ops/unpermute.hpp"
 #include "core/ops/unpermute_grad.hpp"
+#include "core/ops/ragged_permute.hpp"
+#include "core/ops/ragged_unpermute.hpp"

@@ -22,8 +22,17 @@
 namespace moeperm::detail {
 
 // The operators; each has its description (core/op_desc.hpp, core/ops/).
-enum class Op : uint8_t { permute, permute_grad, unpermute, unpermute_grad };
-inline constexpr int kOpCount = 4;
+// The ragged pair takes Megatron-LM's / TransformerEngine's semantics (any number of experts
+// per token, a row->token index): core/ops/ragged_*.cpp.
+enum class Op : uint8_t {
+  permute,
+  permute_grad,
+  unpermute,
+  unpermute_grad,
+  ragged_permute,
+  ragged_unpermute
+};
+inline constexpr int kOpCount = 6;
 inline constexpr int op_index(Op op) { return static_cast<int>(op); }
 
 // The tensors by role (table above); an operator's description binds each of its operands

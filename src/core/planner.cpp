@@ -14,12 +14,14 @@
 
 namespace moeperm::detail {
 
-extern const OpDesc kPermuteOp, kPermuteGradOp, kUnpermuteOp, kUnpermuteGradOp;  // core/ops/
+extern const OpDesc kPermuteOp, kPermuteGradOp, kUnpermuteOp, kUnpermuteGradOp,  // core/ops/
+    kRaggedPermuteOp, kRaggedUnpermuteOp;
 
 namespace {
 
 // Indexed by Op: one description per Op, in Op order (a unit test checks the order).
-constexpr const OpDesc *kOps[] = {&kPermuteOp, &kPermuteGradOp, &kUnpermuteOp, &kUnpermuteGradOp};
+constexpr const OpDesc *kOps[] = {&kPermuteOp,       &kPermuteGradOp,   &kUnpermuteOp,
+                                  &kUnpermuteGradOp, &kRaggedPermuteOp, &kRaggedUnpermuteOp};
 static_assert(std::size(kOps) == static_cast<size_t>(kOpCount),
               "every Op needs its description in kOps");
 
@@ -93,6 +95,9 @@ class Planner {
       case DtypeKind::routing_map:
         if (is_routing_map_dtype(got)) return Status::success();
         return expected_dtype(op_.api, o.name, "int8 or bool", got);
+      case DtypeKind::any_routing_map:
+        if (is_any_routing_map_dtype(got)) return Status::success();
+        return expected_dtype(op_.api, o.name, "bool, int8, uint8 or int32", got);
       case DtypeKind::int32:
         if (got == DType::i32) return Status::success();
         return expected_dtype(op_.api, o.name, "int32", got);
@@ -265,7 +270,8 @@ IndexRange index_range(const OpDesc &op, const Plan &p, int rule) {
   const IndexRule &r = op.index_rules[static_cast<size_t>(rule)];
   const Sizes z{
       .tokens = p.T, .experts = p.E, .hidden = p.H, .top_k = p.K, .capacity = p.C, .rows = p.R};
-  if (p.drop_and_pad) return {size_of(z, r.drop_and_pad_bound), false, r.unique};
+  if (p.drop_and_pad)
+    return {size_of(z, r.drop_and_pad_bound), r.drop_and_pad_allows_minus_one, r.unique};
   return {size_of(z, r.dropless_bound), r.dropless_allows_minus_one, r.unique};
 }
 

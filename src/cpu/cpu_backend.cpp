@@ -69,6 +69,29 @@ Status prepare_unpermute_grad(Plan &p) {
   return Status::success();
 }
 
+// Ragged permute: writes [R, H]; per-block counts and each expert's list length.
+Status prepare_ragged_permute(Plan &p) {
+  p.stream_stores = streams(p, p.R);
+  p.ws_slot[cpu::kSlotBlockRanks] =
+      p.workspace.add("block_positions",
+                      static_cast<uint64_t>((cpu::token_blocks(p.T) + 1) * p.E) * sizeof(int64_t));
+  return Status::success();
+}
+
+// Ragged unpermute: writes [T, H]; rows grouped by token with their weights; drop-less
+// probs also need the map's per-block counts and each expert's first row.
+Status prepare_ragged_unpermute(Plan &p) {
+  p.stream_stores = streams(p, p.T);
+  add_token_csr(p);
+  if (!p.has(Role::dense_probs)) return Status::success();
+  add_slot_values(p);
+  if (!p.drop_and_pad)
+    p.ws_slot[cpu::kSlotExpertFirst] = p.workspace.add(
+        "expert_first_rows",
+        static_cast<uint64_t>(cpu::token_blocks(p.T) * p.E + p.E + 1) * sizeof(int64_t));
+  return Status::success();
+}
+
 using CpuKernel = Status (*)(const Plan &, const Buffers &, std::byte *);
 
 constexpr KernelTable<CpuKernel> kKernels{
@@ -78,6 +101,9 @@ constexpr KernelTable<CpuKernel> kKernels{
     {Op::unpermute, {prepare_unpermute, cpu::unpermute_dropless, cpu::unpermute_drop_and_pad}},
     {Op::unpermute_grad,
      {prepare_unpermute_grad, cpu::unpermute_grad_dropless, cpu::unpermute_grad_drop_and_pad}},
+    {Op::ragged_permute, {prepare_ragged_permute, cpu::ragged_permute, cpu::ragged_permute}},
+    {Op::ragged_unpermute,
+     {prepare_ragged_unpermute, cpu::ragged_unpermute, cpu::ragged_unpermute}},
 };
 static_assert(kKernels.lists_every_op(), "the CPU backend needs a line for every Op");
 

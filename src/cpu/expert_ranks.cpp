@@ -92,14 +92,28 @@ Status check_index_rules(const Plan &p, const Buffers &b, int64_t *first_named) 
   return Status::success();
 }
 
+void block_column_counts(const Plan &p, const void *map, int64_t *counts) {
+  const int64_t E = p.E;
+  const MatrixGeom &g = p.routing_map();
+#pragma omp parallel for num_threads(num_threads()) schedule(static)
+  for (int64_t b = 0; b < token_blocks(p.T); ++b) {
+    int64_t *c = counts + b * E;
+    std::fill(c, c + E, int64_t{0});
+    for (int64_t t = b * kTokenBlock; t < std::min(p.T, (b + 1) * kTokenBlock); ++t)
+      for (int64_t e = 0; e < E; ++e) c[e] += routed_at(p.routing_map_dtype, map, g.at(t, e));
+  }
+}
+
 void build_token_csr(const Plan &p, const void *token_ids, const VectorGeom &g, int64_t *offsets,
                      int64_t *slots) {
   auto id = [&](int64_t j) { return int64_t{*elem<int32_t>(token_ids, g.at(j))}; };
   std::fill(offsets, offsets + p.T + 1, int64_t{0});
-  for (int64_t j = 0; j < g.len; ++j) ++offsets[id(j) + 1];
+  for (int64_t j = 0; j < g.len; ++j)
+    if (id(j) >= 0) ++offsets[id(j) + 1];
   for (int64_t t = 0; t < p.T; ++t) offsets[t + 1] += offsets[t];
   // Fill using offsets[t] as a cursor, then shift back so offsets[t] is token t's start.
-  for (int64_t j = 0; j < g.len; ++j) slots[offsets[id(j)]++] = j;
+  for (int64_t j = 0; j < g.len; ++j)
+    if (id(j) >= 0) slots[offsets[id(j)]++] = j;
   for (int64_t t = p.T; t > 0; --t) offsets[t] = offsets[t - 1];
   offsets[0] = 0;
 }

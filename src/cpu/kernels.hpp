@@ -27,7 +27,10 @@ inline constexpr int kSlotFirstNamed = 2;  // int64 [R]: first slot naming each 
 // float [R], one value per slot: the unpermute's weights in token (CSR) order, or the
 // unpermute Grad's dot products in slot order.
 inline constexpr int kSlotSlotValues = 3;
-inline constexpr int kSlotCount = 4;
+// int64 [blocks * E + E + 1]: per-block column counts, then each expert's first row (the
+// ragged unpermute, drop-less with probs; beside the token CSR, hence a slot of its own).
+inline constexpr int kSlotExpertFirst = 4;
+inline constexpr int kSlotCount = 5;
 static_assert(kSlotCount <= WorkspaceLayout::kMaxSlots, "the CPU backend's slots must fit");
 
 // The expert-major rank bases of SPEC §2's list f: on return ranks[b*E + e] is the position
@@ -48,8 +51,13 @@ int64_t first_bad_index(const Plan &p, int rule, const void *indices);
 // (-1: none). The first failure is returned with the catalog's message.
 Status check_index_rules(const Plan &p, const Buffers &b, int64_t *first_named);
 
-// Counting sort of positions j < g.len by token id (int32 at g): on return token t's
-// positions are slots[offsets[t] .. offsets[t + 1]), ascending. offsets: [T + 1], slots: [len].
+// Routed pairs per token block and expert, for a map of any dtype (bool, int8, uint8, int32):
+// counts[b*E + e] = pairs (t, e) with t in token block b. counts: [token_blocks(T), E].
+void block_column_counts(const Plan &p, const void *routing_map, int64_t *counts);
+
+// Counting sort of positions j < g.len by token id (int32 at g; -1 ids are left out): on
+// return token t's positions are slots[offsets[t] .. offsets[t + 1]), ascending.
+// offsets: [T + 1], slots: [len].
 void build_token_csr(const Plan &p, const void *token_ids, const VectorGeom &g, int64_t *offsets,
                      int64_t *slots);
 
@@ -64,6 +72,8 @@ Status unpermute_dropless(const Plan &p, const Buffers &b, std::byte *ws);
 Status unpermute_drop_and_pad(const Plan &p, const Buffers &b, std::byte *ws);
 Status unpermute_grad_dropless(const Plan &p, const Buffers &b, std::byte *ws);
 Status unpermute_grad_drop_and_pad(const Plan &p, const Buffers &b, std::byte *ws);
+Status ragged_permute(const Plan &p, const Buffers &b, std::byte *ws);    // both modes
+Status ragged_unpermute(const Plan &p, const Buffers &b, std::byte *ws);  // both modes
 
 // Writes +0 to every element of the probs output, whichever role it has (the [R] permuted
 // probs of the forward, the [T, E] dense probs of the backward).

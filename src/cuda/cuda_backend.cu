@@ -96,6 +96,10 @@ constexpr detail::KernelTable<CudaKernel> kKernels{
     {detail::Op::permute_grad, {prepare_permute_grad, permute_grad, permute_grad}},
     {detail::Op::unpermute, {prepare_unpermute, unpermute, unpermute}},
     {detail::Op::unpermute_grad, {prepare_unpermute_grad, unpermute_grad, unpermute_grad}},
+    // The ragged pair (docs/ragged.md) has host kernels only so far: a plan pinned here
+    // fails loudly (Note [Backend selection]).
+    {detail::Op::ragged_permute, detail::kNotImplemented},
+    {detail::Op::ragged_unpermute, detail::kNotImplemented},
 };
 static_assert(kKernels.lists_every_op(), "the CUDA backend needs a line for every Op");
 

@@ -10,7 +10,9 @@ namespace moeperm::detail::ref {
 
 Status permute(const Plan &plan, const Buffers &buffers);
 Status permute_grad(const Plan &plan, const Buffers &buffers);
-Status unpermute(const Plan &plan, const Buffers &buffers);       // SPEC-unpermute U1
-Status unpermute_grad(const Plan &plan, const Buffers &buffers);  // SPEC-unpermute U2
+Status unpermute(const Plan &plan, const Buffers &buffers);         // SPEC-unpermute U1
+Status unpermute_grad(const Plan &plan, const Buffers &buffers);    // SPEC-unpermute U2
+Status ragged_permute(const Plan &plan, const Buffers &buffers);    // docs/ragged.md
+Status ragged_unpermute(const Plan &plan, const Buffers &buffers);  // docs/ragged.md
 
 }  // namespace moeperm::detail::ref

@@ -16,6 +16,9 @@ constexpr KernelTable<RefKernel> kKernels{
     {Op::permute_grad, {.dropless = ref::permute_grad, .drop_and_pad = ref::permute_grad}},
     {Op::unpermute, {.dropless = ref::unpermute, .drop_and_pad = ref::unpermute}},
     {Op::unpermute_grad, {.dropless = ref::unpermute_grad, .drop_and_pad = ref::unpermute_grad}},
+    {Op::ragged_permute, {.dropless = ref::ragged_permute, .drop_and_pad = ref::ragged_permute}},
+    {Op::ragged_unpermute,
+     {.dropless = ref::ragged_unpermute, .drop_and_pad = ref::ragged_unpermute}},
 };
 static_assert(kKernels.lists_every_op(), "the reference needs a line for every Op");
 

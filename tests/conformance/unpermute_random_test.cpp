@@ -24,60 +24,11 @@
 
 #include "backend_matrix.hpp"
 #include "fp_reference.hpp"
+#include "poisoned_buffer.hpp"
 #include "testing.hpp"
 
 namespace moeperm::testing {
 namespace {
-
-enum class Lay { contiguous, padded, strided };
-
-// A tensor in its own storage, every byte poisoned before the values are written: 0xFF for
-// floats (a NaN that no finite input can produce), kPoison for integers (a negative value
-// no index output holds).
-struct Buf {
-  TensorDesc desc;
-  std::vector<std::byte> bytes;
-  int64_t esize = 4;
-  std::byte poison = kPoison;
-
-  Buf() = default;
-  Buf(DType dtype, std::vector<int64_t> shape, Lay lay) {
-    desc.dtype = dtype;
-    desc.shape = shape;
-    esize = dtype == DType::bf16 || dtype == DType::f16       ? 2
-            : (dtype == DType::i8 || dtype == DType::boolean) ? 1
-                                                              : 4;
-    int64_t elements = 1;
-    for (int64_t d : shape) elements *= d;
-    int64_t storage = elements;
-    if (lay != Lay::contiguous) {
-      const int64_t rows = shape[0], cols = shape.size() == 2 ? shape[1] : 1;
-      desc.offset = 3;
-      if (shape.size() == 1) {
-        desc.strides = {2};
-      } else if (lay == Lay::padded) {
-        desc.strides = {cols + 5, 1};
-      } else {
-        desc.strides = {1, rows + 1};  // column-major with a padded column
-      }
-      storage = desc.offset + (shape.size() == 1
-                                   ? 2 * rows
-                                   : (lay == Lay::padded ? rows * (cols + 5) : cols * (rows + 1)));
-      desc.storage_elements = storage;
-    }
-    poison = dtype == DType::i32 || dtype == DType::i8 || dtype == DType::boolean ? kPoison
-                                                                                  : std::byte{0xFF};
-    bytes.assign(static_cast<size_t>(std::max<int64_t>(storage, 1) * esize), poison);
-  }
-  int64_t at(int64_t i, int64_t j = 0) const {
-    if (desc.strides.empty()) return i * (desc.shape.size() == 2 ? desc.shape[1] : 1) + j;
-    return desc.offset + i * desc.strides[0] + (desc.shape.size() == 2 ? j * desc.strides[1] : 0);
-  }
-  void set_bits(int64_t i, int64_t j, uint32_t bits) {
-    std::memcpy(bytes.data() + at(i, j) * esize, &bits, static_cast<size_t>(esize));
-  }
-  void *data() { return bytes.data(); }
-};
 
 struct Case {
   std::string name;
@@ -262,31 +213,6 @@ GradOut run_grad(const Case &c, Inputs &in, Backend backend) {
                         dp ? o.dp.data() : nullptr},
       ws);
   return o;
-}
-
-// Elements of b's view whose bytes are all still poison (a comparison of two runs that
-// both left an element unwritten would pass; the reference writes every element).
-int64_t poisoned_elements(const Buf &b) {
-  int64_t n = 0;
-  const int64_t cols = b.desc.shape.size() == 2 ? b.desc.shape[1] : 1;
-  for (int64_t i = 0; i < b.desc.shape[0]; ++i)
-    for (int64_t j = 0; j < cols; ++j) {
-      const std::byte *e = b.bytes.data() + b.at(i, j) * b.esize;
-      n += std::all_of(e, e + b.esize, [&](std::byte x) { return x == b.poison; });
-    }
-  return n;
-}
-
-// The first differing element of two storages, for the failure message.
-void expect_same_bytes(const Buf &got, const Buf &want, const char *what) {
-  ASSERT_EQ(got.bytes.size(), want.bytes.size()) << what;
-  if (got.bytes == want.bytes) return;
-  for (size_t i = 0; i < got.bytes.size(); ++i)
-    if (got.bytes[i] != want.bytes[i]) {
-      ADD_FAILURE() << what << ": first difference at storage element "
-                    << static_cast<int64_t>(i) / got.esize << " (byte " << i << ")";
-      return;
-    }
 }
 
 std::vector<Case> cases() {

@@ -63,6 +63,8 @@ constexpr KernelTable<FakeKernel> kFakeKernels{
     {Op::permute_grad, kNotImplemented},
     {Op::unpermute, kNotImplemented},
     {Op::unpermute_grad, kNotImplemented},
+    {Op::ragged_permute, kNotImplemented},
+    {Op::ragged_unpermute, kNotImplemented},
 };
 static_assert(kFakeKernels.lists_every_op());
 

@@ -1,0 +1,306 @@
+// The ragged pair (docs/ragged.md) on random problems, against an oracle of this file: the
+// routed pairs listed and stably sorted by expert (so tokens ascend inside an expert), then
+// laid into rows per mode; the unpermute's sums modelled in double with every fp32 product
+// and addition rounded by fp_reference's round_to, so the expected bits are exact. Every
+// host backend configuration (the CPU backend per ISA x {1 thread, all threads}, and the
+// reference) must match the oracle bit for bit, and every storage byte of a run (views and
+// the poisoned storage around them) must equal the reference's. Maps of every dtype (int32
+// values that are multiples of 256: a one-byte read would miss them), tokens with no expert
+// and with all of them, R below, at and above the routed pairs, capacities that drop and
+// that pad, probs of a dtype other than the tokens', three layouts.
+// The reference is checked against the oracle, every other configuration against the
+// reference's bytes (the storage comparison is the stronger one).
+// The CUDA backend has no ragged kernels yet (kNotImplemented): not in this matrix.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <array>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend_matrix.hpp"
+#include "fp_reference.hpp"
+#include "poisoned_buffer.hpp"
+#include "testing.hpp"
+
+namespace moeperm::testing {
+namespace {
+
+enum class Rows { fewer, exact, more };  // drop-less R against the routed pairs
+
+struct Case {
+  std::string name;
+  bool drop_and_pad = false;
+  int64_t T = 0, E = 0, H = 0;
+  Rows rows = Rows::exact;  // drop-less
+  int64_t C = 0;            // drop-and-pad capacity
+  DType vdt = DType::f32, mdt = DType::boolean;
+  std::optional<DType> pdt;
+  Lay lay = Lay::contiguous;
+};
+
+void PrintTo(const Case &c, std::ostream *os) { *os << c.name; }
+
+struct Pair {
+  int64_t t = -1, e = -1;
+};
+
+struct Inputs {
+  Buf x, map, probs, y;    // y: the unpermute's input [R, H]
+  std::vector<Pair> rows;  // the oracle's row -> pair (t = -1: empty)
+  int64_t R = 0;
+};
+
+bool routed(const Buf &map, int64_t t, int64_t e) { return map.bits(t, e) != 0; }
+
+// Multiples of 1/256 in [-3.9, 3.9], exact in every float dtype (encoded once per dtype).
+uint32_t value_bits(DType dt, std::mt19937 &rng) {
+  static const auto table = [] {
+    std::array<std::array<uint32_t, 2001>, 3> t{};
+    const DType dts[] = {DType::bf16, DType::f16, DType::f32};
+    for (size_t d = 0; d < 3; ++d)
+      for (size_t i = 0; i < 2001; ++i)
+        t[d][i] = encode(dts[d], (static_cast<int>(i) - 1000) / 256.0);
+    return t;
+  }();
+  const size_t d = dt == DType::bf16 ? 0 : dt == DType::f16 ? 1 : 2;
+  return table[d][rng() % 2001];
+}
+
+Inputs make_inputs(const Case &c, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Inputs in;
+  in.x = Buf(c.vdt, {c.T, c.H}, c.lay);
+  for (int64_t t = 0; t < c.T; ++t)
+    for (int64_t h = 0; h < c.H; ++h) in.x.set_bits(t, h, value_bits(c.vdt, rng));
+  in.map = Buf(c.mdt, {c.T, c.E}, c.lay);
+  for (int64_t t = 0; t < c.T; ++t) {
+    const uint32_t kind = rng() % 8;  // no expert, every expert, or a random subset
+    for (int64_t e = 0; e < c.E; ++e) {
+      const bool on = kind == 0 ? false : kind == 1 ? true : rng() % 3 == 0;
+      const uint32_t v = c.mdt == DType::i32       ? 256u * (1 + rng() % 4) + (rng() % 2) * 7
+                         : c.mdt == DType::boolean ? 1u
+                                                   : 1 + rng() % 100;
+      in.map.set_bits(t, e, on ? v : 0);
+    }
+  }
+  if (c.pdt) {
+    in.probs = Buf(*c.pdt, {c.T, c.E}, c.lay);
+    for (int64_t t = 0; t < c.T; ++t)
+      for (int64_t e = 0; e < c.E; ++e)
+        in.probs.set_bits(t, e, encode(*c.pdt, rng() % 9 == 0 ? 0.0 : (rng() % 1000) / 997.0));
+  }
+  // The oracle's rows: the pairs in expert-major order, tokens ascending inside an expert.
+  std::vector<Pair> pairs;
+  for (int64_t t = 0; t < c.T; ++t)
+    for (int64_t e = 0; e < c.E; ++e)
+      if (routed(in.map, t, e)) pairs.push_back({t, e});
+  std::stable_sort(pairs.begin(), pairs.end(), [](Pair a, Pair b) { return a.e < b.e; });
+  const auto n = static_cast<int64_t>(pairs.size());
+  if (!c.drop_and_pad) {
+    in.R = c.rows == Rows::exact ? n : c.rows == Rows::fewer ? n * 2 / 3 : n + 37;
+    in.rows.assign(static_cast<size_t>(in.R), Pair{});
+    for (int64_t r = 0; r < std::min(n, in.R); ++r) in.rows[static_cast<size_t>(r)] = pairs[r];
+  } else {
+    in.R = c.E * c.C;
+    in.rows.assign(static_cast<size_t>(in.R), Pair{});
+    std::vector<int64_t> taken(static_cast<size_t>(c.E), 0);
+    for (const Pair &p : pairs)
+      if (int64_t &k = taken[static_cast<size_t>(p.e)]; k < c.C)
+        in.rows[static_cast<size_t>(p.e * c.C + k++)] = p;
+  }
+  in.y = Buf(c.vdt, {in.R, c.H}, c.lay);
+  for (int64_t r = 0; r < in.R; ++r)
+    for (int64_t h = 0; h < c.H; ++h) in.y.set_bits(r, h, value_bits(c.vdt, rng));
+  return in;
+}
+
+struct PermuteOut {
+  Buf y, yp, s;
+};
+
+PermuteOut run_permute(const Case &c, Inputs &in, Backend backend) {
+  RaggedPermuteDesc d;
+  d.tokens = in.x.desc;
+  d.routing_map = in.map.desc;
+  d.num_out_tokens = in.R;
+  d.drop_and_pad = c.drop_and_pad;
+  PermuteOut o;
+  o.y = Buf(c.vdt, {in.R, c.H}, c.lay);
+  o.s = Buf(DType::i32, {in.R}, c.lay);
+  d.permuted_tokens = o.y.desc;
+  d.sorted_indices = o.s.desc;
+  if (c.pdt) {
+    o.yp = Buf(*c.pdt, {in.R}, c.lay);
+    d.probs = in.probs.desc;
+    d.permuted_probs = o.yp.desc;
+  }
+  const Plan plan = plan_ragged_permute(d, {.backend = backend});
+  expect_planned_on(plan, backend);
+  std::vector<std::byte> ws(plan.workspace_bytes());
+  run(plan,
+      RaggedPermuteData{in.x.data(), in.map.data(), c.pdt ? in.probs.data() : nullptr, o.y.data(),
+                        c.pdt ? o.yp.data() : nullptr, o.s.data()},
+      ws);
+  return o;
+}
+
+Buf run_unpermute(const Case &c, Inputs &in, const Buf &index, Backend backend) {
+  RaggedUnpermuteDesc d;
+  d.permuted_tokens = in.y.desc;
+  d.sorted_indices = index.desc;
+  d.drop_and_pad = c.drop_and_pad;
+  if (c.pdt)
+    d.probs = in.probs.desc, d.routing_map = in.map.desc;
+  else
+    d.restore_shape = std::vector<int64_t>{c.T, c.H};
+  Buf out(c.vdt, {c.T, c.H}, c.lay);
+  d.unpermuted_tokens = out.desc;
+  const Plan plan = plan_ragged_unpermute(d, {.backend = backend});
+  expect_planned_on(plan, backend);
+  std::vector<std::byte> ws(plan.workspace_bytes());
+  run(plan,
+      RaggedUnpermuteData{in.y.data(), index.bytes.data(), c.pdt ? in.map.data() : nullptr,
+                          c.pdt ? in.probs.data() : nullptr, out.data()},
+      ws);
+  return out;
+}
+
+// The oracle's index: row -> token, -1 for empty rows.
+Buf oracle_index(const Case &c, const Inputs &in) {
+  Buf s(DType::i32, {in.R}, c.lay);
+  for (int64_t r = 0; r < in.R; ++r)
+    s.set_bits(r, 0, static_cast<uint32_t>(in.rows[static_cast<size_t>(r)].t));
+  return s;
+}
+
+void expect_permute_is_the_oracle(const Case &c, const Inputs &in, const PermuteOut &o) {
+  for (int64_t r = 0; r < in.R; ++r) {
+    const Pair p = in.rows[static_cast<size_t>(r)];
+    ASSERT_EQ(static_cast<int32_t>(o.s.bits(r)), p.t) << "sorted_indices[" << r << "]";
+    for (int64_t h = 0; h < c.H; ++h)
+      ASSERT_EQ(o.y.bits(r, h), p.t < 0 ? 0u : in.x.bits(p.t, h)) << "row " << r << ", h " << h;
+    if (c.pdt) {
+      ASSERT_EQ(o.yp.bits(r), p.t < 0 ? 0u : in.probs.bits(p.t, p.e)) << "permuted_probs " << r;
+    }
+  }
+}
+
+void expect_unpermute_is_the_oracle(const Case &c, const Inputs &in, const Buf &out) {
+  auto f32 = [](double v) { return round_to(DType::f32, v); };
+  std::vector<std::vector<int64_t>> rows_of(static_cast<size_t>(c.T));  // ascending rows
+  for (int64_t r = 0; r < in.R; ++r)
+    if (const Pair p = in.rows[static_cast<size_t>(r)]; p.t >= 0)
+      rows_of[static_cast<size_t>(p.t)].push_back(r);
+  for (int64_t t = 0; t < c.T; ++t)
+    for (int64_t h = 0; h < c.H; ++h) {
+      double acc = 0.0;
+      for (int64_t r : rows_of[static_cast<size_t>(t)]) {
+        double v = decode(c.vdt, in.y.bits(r, h));
+        const int64_t e = in.rows[static_cast<size_t>(r)].e;
+        if (c.pdt) v = f32(v * decode(*c.pdt, in.probs.bits(t, e)));
+        acc = f32(acc + v);
+      }
+      ASSERT_EQ(out.bits(t, h), encode(c.vdt, acc)) << "token " << t << ", h " << h;
+    }
+}
+
+// A case's inputs, the reference's outputs checked against the oracle, then every
+// configuration of the case's matrix against the reference's bytes, in one test: the inputs
+// and the oracle are the slow part, built once per case (CTest runs each test in a process).
+class RaggedRandom : public ::testing::TestWithParam<Case> {
+ protected:
+  static std::vector<BackendConfig> configs(const Case &c) {
+    // Threads change the work split of the contiguous (large) cases only.
+    return backend_configs(c.lay == Lay::contiguous ? Matrix::full : Matrix::isas,
+                           {.reference = false, .devices = false});
+  }
+};
+
+TEST_P(RaggedRandom, PermuteMatchesTheOracle) {
+  const Case &c = GetParam();
+  Inputs in = make_inputs(c, static_cast<uint32_t>(c.T * 31 + c.H + c.E));
+  const PermuteOut want = run_permute(c, in, Backend::reference);
+  expect_permute_is_the_oracle(c, in, want);
+  for (const BackendConfig &cfg : configs(c)) {
+    SCOPED_TRACE(config_name(cfg));
+    const ScopedConfig scope(cfg);
+    const PermuteOut got = run_permute(c, in, cfg.backend());
+    expect_same_bytes(got.y, want.y, "permuted_tokens");
+    expect_same_bytes(got.s, want.s, "sorted_indices");
+    if (c.pdt) expect_same_bytes(got.yp, want.yp, "permuted_probs");
+  }
+}
+
+TEST_P(RaggedRandom, UnpermuteMatchesTheOracle) {
+  const Case &c = GetParam();
+  Inputs in = make_inputs(c, static_cast<uint32_t>(c.T * 17 + c.H + c.E));
+  const Buf index = oracle_index(c, in);
+  const Buf want = run_unpermute(c, in, index, Backend::reference);
+  expect_unpermute_is_the_oracle(c, in, want);
+  for (const BackendConfig &cfg : configs(c)) {
+    SCOPED_TRACE(config_name(cfg));
+    const ScopedConfig scope(cfg);
+    const Buf got = run_unpermute(c, in, index, cfg.backend());
+    expect_same_bytes(got, want, "unpermuted_tokens");
+    EXPECT_EQ(poisoned_elements(got), 0);
+  }
+}
+
+std::vector<Case> cases(bool contiguous) {
+  struct Combo {
+    const char *name;
+    DType v;
+    std::optional<DType> p;
+    DType m;
+  };
+  // Probs of any float dtype with any token dtype; maps of every dtype.
+  const Combo combos[] = {{"bf16_bool", DType::bf16, std::nullopt, DType::boolean},
+                          {"bf16_f32p_i32", DType::bf16, DType::f32, DType::i32},
+                          {"f16_bf16p_u8", DType::f16, DType::bf16, DType::u8},
+                          {"f32_f16p_i8", DType::f32, DType::f16, DType::i8},
+                          {"f16_f32p_bool", DType::f16, DType::f32, DType::boolean}};
+  std::vector<Case> out;
+  for (const Combo &k : combos)
+    for (Lay lay : {Lay::contiguous, Lay::padded, Lay::strided}) {
+      if ((lay == Lay::contiguous) != contiguous) continue;
+      const bool big = lay == Lay::contiguous;
+      const std::string ln = big ? "contig" : lay == Lay::padded ? "padded" : "strided";
+      Case base{.name = "",
+                .T = big ? 613 : 67,
+                .E = big ? 9 : 5,
+                .H = big ? 1061 : 45,
+                .vdt = k.v,
+                .mdt = k.m,
+                .pdt = k.p,
+                .lay = lay};
+      for (Rows rows : {Rows::fewer, Rows::exact, Rows::more}) {
+        Case c = base;
+        c.rows = rows;
+        c.name = std::string("dropless_") + k.name + "_" + ln +
+                 (rows == Rows::fewer   ? "_fewer"
+                  : rows == Rows::exact ? "_exact"
+                                        : "_more");
+        out.push_back(c);
+      }
+      // Capacities that drop most experts' tokens, and that pad every expert.
+      for (int64_t C : {base.T / 9, base.T / 2 + 1}) {
+        Case c = base;
+        c.drop_and_pad = true;
+        c.C = C;
+        c.name = std::string("dropandpad_") + k.name + "_" + ln + "_c" + std::to_string(C);
+        out.push_back(c);
+      }
+    }
+  return out;
+}
+
+std::string CaseName(const ::testing::TestParamInfo<Case> &p) { return p.param.name; }
+
+INSTANTIATE_TEST_SUITE_P(Contiguous, RaggedRandom, ::testing::ValuesIn(cases(true)), CaseName);
+INSTANTIATE_TEST_SUITE_P(Strided, RaggedRandom, ::testing::ValuesIn(cases(false)), CaseName);
+
+}  // namespace
+}  // namespace moeperm::testing

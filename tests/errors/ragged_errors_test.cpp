@@ -1,0 +1,216 @@
+// The ragged pair's validation (docs/ragged.md): each planning rule broken once, in the
+// order the descriptions check them, with its status and a message that names the
+// operator, the argument, the expectation and the value; and the data rules of the second
+// phase on every host backend, which write nothing when they fail.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backend_matrix.hpp"
+#include "testing.hpp"
+
+namespace moeperm::testing {
+namespace {
+
+constexpr int64_t T = 4, E = 3, H = 5, R = 6;
+
+TensorDesc desc(DType dt, std::vector<int64_t> shape) { return TensorDesc::contiguous(dt, shape); }
+
+struct Failure {
+  Code code = Code::ok;
+  std::string message;
+};
+
+Failure failure_of(const std::function<void()> &f) {
+  try {
+    f();
+  } catch (const Error &e) {
+    return {e.code(), e.what()};
+  }
+  return {};
+}
+
+RaggedPermuteDesc valid_permute() {
+  RaggedPermuteDesc d;
+  d.tokens = desc(DType::bf16, {T, H});
+  d.routing_map = desc(DType::i32, {T, E});
+  d.probs = desc(DType::f32, {T, E});
+  d.num_out_tokens = R;
+  d.permuted_tokens = desc(DType::bf16, {R, H});
+  d.permuted_probs = desc(DType::f32, {R});
+  d.sorted_indices = desc(DType::i32, {R});
+  return d;
+}
+
+RaggedUnpermuteDesc valid_unpermute() {
+  RaggedUnpermuteDesc d;
+  d.permuted_tokens = desc(DType::f16, {R, H});
+  d.sorted_indices = desc(DType::i32, {R});
+  d.routing_map = desc(DType::u8, {T, E});
+  d.probs = desc(DType::bf16, {T, E});
+  d.unpermuted_tokens = desc(DType::f16, {T, H});
+  return d;
+}
+
+struct PermuteRow {
+  const char *name;
+  std::function<void(RaggedPermuteDesc &)> mutate;
+  Code code;
+  std::string message;
+};
+
+struct UnpermuteRow {
+  const char *name;
+  std::function<void(RaggedUnpermuteDesc &)> mutate;
+  Code code;
+  std::string message;
+};
+
+const std::string kP = "moeperm::ragged_permute: ", kU = "moeperm::ragged_unpermute: ";
+
+TEST(RaggedErrors, ValidDescriptionsPlan) {
+  EXPECT_NO_THROW(plan_ragged_permute(valid_permute()));
+  EXPECT_NO_THROW(plan_ragged_unpermute(valid_unpermute()));
+  RaggedPermuteDesc p = valid_permute();
+  p.drop_and_pad = true;  // C = 2
+  EXPECT_EQ(plan_ragged_permute(p).sizes().capacity, 2);
+}
+
+TEST(RaggedErrors, PermuteRules) {
+  const PermuteRow rows[] = {
+      {"negative rows", [](auto &d) { d.num_out_tokens = -1; }, Code::invalid_param,
+       kP + "num_out_tokens must be >= 0, got -1"},
+      {"probs without their output", [](auto &d) { d.permuted_probs.reset(); }, Code::null_pointer,
+       kP + "permuted_probs must not be null when probs is given"},
+      {"float map", [](auto &d) { d.routing_map.dtype = DType::f32; }, Code::invalid_param,
+       kP + "routing_map must have dtype bool, int8, uint8 or int32, got float32"},
+      {"integer probs", [](auto &d) { d.probs->dtype = DType::i32; }, Code::invalid_param,
+       kP + "probs must have dtype bfloat16, float16 or float32, got int32"},
+      {"output dtype", [](auto &d) { d.permuted_tokens.dtype = DType::f32; }, Code::invalid_param,
+       kP + "permuted_tokens must have dtype bfloat16 (the dtype of tokens), got float32"},
+      {"map rows",
+       [](auto &d) {
+         d.routing_map.shape = {T + 1, E};
+       },
+       Code::invalid_param,
+       kP + "routing_map has shape [5, 3], expected [4, experts] (its rows are the tokens)"},
+      {"probs shape",
+       [](auto &d) {
+         d.probs->shape = {T, E + 1};
+       },
+       Code::invalid_param,
+       kP + "probs has shape [4, 4], expected [4, 3] (the shape of routing_map)"},
+      {"rows not a multiple of E",
+       [](auto &d) {
+         d.drop_and_pad = true;
+         d.num_out_tokens = 7;
+       },
+       Code::invalid_param,
+       kP + "num_out_tokens = 7 is not a multiple of the 3 experts (drop_and_pad=true"},
+      {"output rows", [](auto &d) { d.sorted_indices.shape = {R + 1}; }, Code::invalid_param,
+       kP + "sorted_indices has length 7, expected 6 (num_out_tokens = 6)"},
+  };
+  for (const PermuteRow &row : rows) {
+    RaggedPermuteDesc d = valid_permute();
+    row.mutate(d);
+    const Failure f = failure_of([&] { plan_ragged_permute(d); });
+    EXPECT_EQ(f.code, row.code) << row.name << ": " << f.message;
+    EXPECT_NE(f.message.find(row.message), std::string::npos) << row.name << ": " << f.message;
+  }
+}
+
+TEST(RaggedErrors, UnpermuteRules) {
+  const UnpermuteRow rows[] = {
+      {"no way to know T",
+       [](auto &d) {
+         d.probs.reset();
+         d.restore_shape.reset();
+       },
+       Code::null_pointer, kU + "probs and restore_shape must not both be null"},
+      {"drop-less probs without the map", [](auto &d) { d.routing_map.reset(); },
+       Code::null_pointer,
+       kU + "routing_map must not be null when probs is given (drop_and_pad=false)"},
+      {"index dtype", [](auto &d) { d.sorted_indices.dtype = DType::i64; }, Code::invalid_param,
+       kU + "sorted_indices must have dtype int32, got int64"},
+      {"map shape",
+       [](auto &d) {
+         d.routing_map->shape = {T, E + 2};
+       },
+       Code::invalid_param, kU + "routing_map has shape [4, 5], expected [4, 3] (tokens, experts)"},
+      {"restore shape",
+       [](auto &d) {
+         d.restore_shape = std::vector<int64_t>{T, H + 1};
+       },
+       Code::invalid_param, "restore_shape"},
+      {"rows not a multiple of E",
+       [](auto &d) {
+         d.drop_and_pad = true;
+         d.permuted_tokens.shape = {7, H};
+         d.sorted_indices.shape = {7};
+       },
+       Code::invalid_param, kU + "permuted_tokens has 7 rows, which is not a multiple of the 3"},
+  };
+  for (const UnpermuteRow &row : rows) {
+    RaggedUnpermuteDesc d = valid_unpermute();
+    row.mutate(d);
+    const Failure f = failure_of([&] { plan_ragged_unpermute(d); });
+    EXPECT_EQ(f.code, row.code) << row.name << ": " << f.message;
+    EXPECT_NE(f.message.find(row.message), std::string::npos) << row.name << ": " << f.message;
+  }
+}
+
+// The second phase's data rules, on every host backend: nothing is written on failure.
+class RaggedDataErrors : public BackendCase<> {};
+
+TEST_P(RaggedDataErrors, IndexOutsideTheTokensWritesNothing) {
+  RaggedUnpermuteDesc d = valid_unpermute();
+  std::vector<uint16_t> x(R * H, 0x3c00), probs(T * E, 0x3f80), out(T * H, 0xA5A5);
+  std::vector<uint8_t> map(T * E, 1);
+  for (const int32_t bad : {int32_t{T}, int32_t{-2}}) {
+    std::vector<int32_t> s = {0, 1, -1, bad, 2, 3};
+    const Failure f = failure_of([&] {
+      ragged_unpermute(d, {x.data(), s.data(), map.data(), probs.data(), out.data()},
+                       {.backend = backend()});
+    });
+    EXPECT_EQ(f.code, Code::invalid_param);
+    EXPECT_NE(f.message.find(kU + "sorted_indices[3] = " + std::to_string(bad)), std::string::npos)
+        << f.message;
+    EXPECT_NE(f.message.find("[0, 4) or -1"), std::string::npos) << f.message;
+    EXPECT_EQ(out, std::vector<uint16_t>(T * H, 0xA5A5)) << "written before the check";
+  }
+}
+
+TEST_P(RaggedDataErrors, DroplessRowPastTheRoutedPairsWithProbs) {
+  RaggedUnpermuteDesc d = valid_unpermute();
+  std::vector<uint16_t> x(R * H, 0x3c00), probs(T * E, 0x3f80), out(T * H, 0xA5A5);
+  std::vector<uint8_t> map(T * E, 0);
+  map[0 * E + 1] = map[2 * E + 0] = 1;  // two pairs: rows 0 and 1
+  std::vector<int32_t> s = {2, 0, -1, -1, 3, -1};
+  const Failure f = failure_of([&] {
+    ragged_unpermute(d, {x.data(), s.data(), map.data(), probs.data(), out.data()},
+                     {.backend = backend()});
+  });
+  EXPECT_EQ(f.code, Code::invalid_param);
+  EXPECT_NE(f.message.find(kU + "sorted_indices[4] = 3 names a token, but row 4 lies past the 2 "
+                                "(token, expert) pairs routing_map routes"),
+            std::string::npos)
+      << f.message;
+  EXPECT_EQ(out, std::vector<uint16_t>(T * H, 0xA5A5)) << "written before the check";
+  // Without probs the rows need no expert: the same index is valid.
+  d.probs.reset();
+  d.routing_map.reset();
+  d.restore_shape = std::vector<int64_t>{T, H};
+  EXPECT_NO_THROW(ragged_unpermute(d, {x.data(), s.data(), nullptr, nullptr, out.data()},
+                                   {.backend = backend()}));
+}
+
+INSTANTIATE_TEST_SUITE_P(Hosts, RaggedDataErrors,
+                         ::testing::ValuesIn(backend_configs(Matrix::isas, {.reference = true,
+                                                                            .devices = false})),
+                         ConfigName);
+
+}  // namespace
+}  // namespace moeperm::testing
