@@ -2,7 +2,8 @@
 # Creates the repository's Python environment .venv (ignored by git) and installs into it
 # what building and testing the Python package needs, and nothing that is already there: a
 # second run installs nothing and does not touch the network.
-#   nanobind, scikit-build-core (build); torch, numpy, ml_dtypes, pytest (tests).
+#   nanobind, scikit-build-core (build); torch, numpy, ml_dtypes, pytest, megatron-core
+#   (tests: moeperm.megatron is checked against Megatron-LM's own functions).
 # scripts/test.sh runs this, then builds the extension in the ci preset with
 # -DPython_EXECUTABLE=.venv/bin/python. PYTHON picks the interpreter the venv is made from
 # (default python3, >= 3.9). PyPI's torch wheel for Linux is the CUDA build (with its
@@ -13,8 +14,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 venv=.venv
 python=${PYTHON:-python3}
 # pip requirement -> module to import to check for it.
-requirements=("torch>=2.4" "numpy" "ml_dtypes" "pytest" "nanobind>=2.0" "scikit-build-core>=0.10")
-modules=(torch numpy ml_dtypes pytest nanobind scikit_build_core)
+requirements=("torch>=2.4" "numpy" "ml_dtypes" "pytest" "nanobind>=2.0" "scikit-build-core>=0.10"
+  "megatron-core==0.16.1")
+modules=(torch numpy ml_dtypes pytest nanobind scikit_build_core megatron.core)
 
 apt_install() {
   echo "install-python-deps: installing $*"

@@ -28,17 +28,20 @@ from ._api import (infer_permute_grad_outputs, infer_permute_outputs,
                    infer_unpermute_grad_outputs, infer_unpermute_outputs,
                    permute_with_routing_map_grad, unpermute_with_routing_map_grad)
 from . import _api
+from ._ragged_api import (infer_ragged_permute_outputs, infer_ragged_unpermute_outputs,
+                          ragged_permute, ragged_unpermute)
 
 __all__ = ["permute_with_routing_map", "permute_with_routing_map_grad",
            "unpermute_with_routing_map", "unpermute_with_routing_map_all",
            "unpermute_with_routing_map_grad", "infer_outputs", "infer_permute_outputs",
            "infer_permute_grad_outputs", "infer_unpermute_outputs",
-           "infer_unpermute_grad_outputs", "Error",
+           "infer_unpermute_grad_outputs", "ragged_permute", "ragged_unpermute",
+           "infer_ragged_permute_outputs", "infer_ragged_unpermute_outputs", "Error",
            "InvalidArgumentError", "OperatorError", "cuda_built", "cuda_device_count",
            "get_num_threads", "set_num_threads", "__version__"]
 
-# The package's modules import in one direction only: this file -> torch (lazily) -> _api
-# -> _moeperm (tests/structure/check_structure.sh checks that no import goes round).
+# The package's modules import in one direction only: this file -> megatron / torch
+# (lazily) -> _ragged_api -> _api -> _moeperm (tests/structure/check_structure.sh checks that no import goes round).
 
 
 def permute_with_routing_map(tokens, routing_map, probs=None, num_out_tokens=None,
