@@ -199,7 +199,9 @@ enum class Operator {
   unpermute,
   unpermute_grad,
   ragged_permute,
-  ragged_unpermute
+  ragged_unpermute,
+  ragged_permute_grad,
+  ragged_unpermute_grad
 };
 MOEPERM_API const char *to_string(Operator op) noexcept;
 // Whether `op` is the backward of another operator.

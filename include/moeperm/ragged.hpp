@@ -58,13 +58,68 @@ struct RaggedUnpermuteData {
   void *unpermuted_tokens = nullptr;
 };
 
+// The backward of ragged_permute: tokens_grad[t] = the sum of the rows of
+// permuted_tokens_grad that sorted_indices names t (ascending rows, fp32, rounded once);
+// probs_grad[t, e] = permuted_probs_grad of the row of (t, e), +0 where no row has it
+// (probs_grad needs permuted_probs_grad and the routing map, which gives each row's expert).
+struct RaggedPermuteGradDesc {
+  TensorDesc permuted_tokens_grad;                // [R, H]
+  std::optional<TensorDesc> permuted_probs_grad;  // [R]
+  TensorDesc sorted_indices;                      // [R] int32, as ragged_permute wrote it
+  std::optional<TensorDesc> routing_map;          // [T, E]
+  int64_t num_tokens = 0;                         // T
+  bool drop_and_pad = false;
+  TensorDesc tokens_grad;                // [T, H] out
+  std::optional<TensorDesc> probs_grad;  // [T, E] out, the dtype of permuted_probs_grad
+};
+
+struct RaggedPermuteGradData {
+  const void *permuted_tokens_grad = nullptr;
+  const void *permuted_probs_grad = nullptr;
+  const void *sorted_indices = nullptr;
+  const void *routing_map = nullptr;
+  void *tokens_grad = nullptr;
+  void *probs_grad = nullptr;
+};
+
+// The backward of ragged_unpermute: permuted_tokens_grad[r] = unpermuted_tokens_grad[t] for
+// row r's token t (times probs[t, e(r)], rounded once; +0 for a -1 row); probs_grad[t, e] =
+// SPEC-unpermute U3's dot product of unpermuted_tokens_grad[t] and permuted_tokens[r] for
+// the row r of (t, e), +0 elsewhere (probs_grad needs probs and permuted_tokens).
+struct RaggedUnpermuteGradDesc {
+  TensorDesc unpermuted_tokens_grad;          // [T, H]
+  TensorDesc sorted_indices;                  // [R] int32
+  std::optional<TensorDesc> routing_map;      // [T, E]: needed with probs, drop-less
+  std::optional<TensorDesc> permuted_tokens;  // [R, H]: the forward's input, for probs_grad
+  std::optional<TensorDesc> probs;            // [T, E]
+  bool drop_and_pad = false;
+  TensorDesc permuted_tokens_grad;       // [R, H] out
+  std::optional<TensorDesc> probs_grad;  // [T, E] out, the dtype of probs
+};
+
+struct RaggedUnpermuteGradData {
+  const void *unpermuted_tokens_grad = nullptr;
+  const void *sorted_indices = nullptr;
+  const void *routing_map = nullptr;
+  const void *permuted_tokens = nullptr;
+  const void *probs = nullptr;
+  void *permuted_tokens_grad = nullptr;
+  void *probs_grad = nullptr;
+};
+
 MOEPERM_API RaggedPermuteDesc infer_outputs(const RaggedPermuteDesc &desc);
 MOEPERM_API RaggedUnpermuteDesc infer_outputs(const RaggedUnpermuteDesc &desc);
+MOEPERM_API RaggedPermuteGradDesc infer_outputs(const RaggedPermuteGradDesc &desc);
+MOEPERM_API RaggedUnpermuteGradDesc infer_outputs(const RaggedUnpermuteGradDesc &desc);
 
 MOEPERM_API Plan plan_ragged_permute(const RaggedPermuteDesc &desc,
                                      const PlanOptions &options = {});
 MOEPERM_API Plan plan_ragged_unpermute(const RaggedUnpermuteDesc &desc,
                                        const PlanOptions &options = {});
+MOEPERM_API Plan plan_ragged_permute_grad(const RaggedPermuteGradDesc &desc,
+                                          const PlanOptions &options = {});
+MOEPERM_API Plan plan_ragged_unpermute_grad(const RaggedUnpermuteGradDesc &desc,
+                                            const PlanOptions &options = {});
 
 // As for the other operators: synchronous, on a CUDA stream, enqueued.
 MOEPERM_API void run(const Plan &plan, const RaggedPermuteData &data,
@@ -82,10 +137,27 @@ MOEPERM_API void run_async(const Plan &plan, const RaggedUnpermuteData &data,
                            std::span<std::byte> workspace, void *cuda_stream,
                            RunCallback on_done = nullptr, void *context = nullptr);
 
+MOEPERM_API void run(const Plan &plan, const RaggedPermuteGradData &data,
+                     std::span<std::byte> workspace, void *cuda_stream = nullptr);
+MOEPERM_API void run(const Plan &plan, const RaggedUnpermuteGradData &data,
+                     std::span<std::byte> workspace, void *cuda_stream = nullptr);
+MOEPERM_API void run_async(const Plan &plan, const RaggedPermuteGradData &data,
+                           std::span<std::byte> workspace, void *cuda_stream,
+                           RunCallback on_done = nullptr, void *context = nullptr);
+MOEPERM_API void run_async(const Plan &plan, const RaggedUnpermuteGradData &data,
+                           std::span<std::byte> workspace, void *cuda_stream,
+                           RunCallback on_done = nullptr, void *context = nullptr);
+
 // One-shot conveniences: plan, allocate the workspace, run.
 MOEPERM_API void ragged_permute(const RaggedPermuteDesc &desc, const RaggedPermuteData &data,
                                 const PlanOptions &options = {});
 MOEPERM_API void ragged_unpermute(const RaggedUnpermuteDesc &desc, const RaggedUnpermuteData &data,
                                   const PlanOptions &options = {});
+MOEPERM_API void ragged_permute_grad(const RaggedPermuteGradDesc &desc,
+                                     const RaggedPermuteGradData &data,
+                                     const PlanOptions &options = {});
+MOEPERM_API void ragged_unpermute_grad(const RaggedUnpermuteGradDesc &desc,
+                                       const RaggedUnpermuteGradData &data,
+                                       const PlanOptions &options = {});
 
 }  // namespace moeperm

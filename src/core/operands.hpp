@@ -8,3 +8,5 @@
 #include "core/ops/unpermute_grad.hpp"
 #include "core/ops/ragged_permute.hpp"
 #include "core/ops/ragged_unpermute.hpp"
+#include "core/ops/ragged_permute_grad.hpp"
+#include "core/ops/ragged_unpermute_grad.hpp"

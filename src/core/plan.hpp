@@ -30,9 +30,11 @@ enum class Op : uint8_t {
   unpermute,
   unpermute_grad,
   ragged_permute,
-  ragged_unpermute
+  ragged_unpermute,
+  ragged_permute_grad,
+  ragged_unpermute_grad
 };
-inline constexpr int kOpCount = 6;
+inline constexpr int kOpCount = 8;
 inline constexpr int op_index(Op op) { return static_cast<int>(op); }
 
 // The tensors by role (table above); an operator's description binds each of its operands

@@ -15,13 +15,14 @@
 namespace moeperm::detail {
 
 extern const OpDesc kPermuteOp, kPermuteGradOp, kUnpermuteOp, kUnpermuteGradOp,  // core/ops/
-    kRaggedPermuteOp, kRaggedUnpermuteOp;
+    kRaggedPermuteOp, kRaggedUnpermuteOp, kRaggedPermuteGradOp, kRaggedUnpermuteGradOp;
 
 namespace {
 
 // Indexed by Op: one description per Op, in Op order (a unit test checks the order).
-constexpr const OpDesc *kOps[] = {&kPermuteOp,       &kPermuteGradOp,   &kUnpermuteOp,
-                                  &kUnpermuteGradOp, &kRaggedPermuteOp, &kRaggedUnpermuteOp};
+constexpr const OpDesc *kOps[] = {
+    &kPermuteOp,       &kPermuteGradOp,     &kUnpermuteOp,         &kUnpermuteGradOp,
+    &kRaggedPermuteOp, &kRaggedUnpermuteOp, &kRaggedPermuteGradOp, &kRaggedUnpermuteGradOp};
 static_assert(std::size(kOps) == static_cast<size_t>(kOpCount),
               "every Op needs its description in kOps");
 

@@ -78,17 +78,35 @@ Status prepare_ragged_permute(Plan &p) {
   return Status::success();
 }
 
-// Ragged unpermute: writes [T, H]; rows grouped by token with their weights; drop-less
-// probs also need the map's per-block counts and each expert's first row.
-Status prepare_ragged_unpermute(Plan &p) {
-  p.stream_stores = streams(p, p.T);
+// The ragged pair's row groups (cpu::group_rows_by_token): the token CSR, and drop-less
+// with experts the map's per-block counts and each expert's first row.
+void add_ragged_rows(Plan &p, bool need_experts) {
   add_token_csr(p);
-  if (!p.has(Role::dense_probs)) return Status::success();
-  add_slot_values(p);
-  if (!p.drop_and_pad)
+  if (need_experts && !p.drop_and_pad)
     p.ws_slot[cpu::kSlotExpertFirst] = p.workspace.add(
         "expert_first_rows",
         static_cast<uint64_t>(cpu::token_blocks(p.T) * p.E + p.E + 1) * sizeof(int64_t));
+}
+
+// Ragged unpermute: writes [T, H]; with probs, each row's weight in token order.
+Status prepare_ragged_unpermute(Plan &p) {
+  p.stream_stores = streams(p, p.T);
+  add_ragged_rows(p, p.has(Role::dense_probs));
+  if (p.has(Role::dense_probs)) add_slot_values(p);
+  return Status::success();
+}
+
+// Ragged permute Grad: writes [T, H].
+Status prepare_ragged_permute_grad(Plan &p) {
+  p.stream_stores = streams(p, p.T);
+  add_ragged_rows(p, p.probs == ProbsWork::compute);
+  return Status::success();
+}
+
+// Ragged unpermute Grad: writes [R, H].
+Status prepare_ragged_unpermute_grad(Plan &p) {
+  p.stream_stores = streams(p, p.R);
+  add_ragged_rows(p, p.has(Role::dense_probs));
   return Status::success();
 }
 
@@ -104,6 +122,10 @@ constexpr KernelTable<CpuKernel> kKernels{
     {Op::ragged_permute, {prepare_ragged_permute, cpu::ragged_permute, cpu::ragged_permute}},
     {Op::ragged_unpermute,
      {prepare_ragged_unpermute, cpu::ragged_unpermute, cpu::ragged_unpermute}},
+    {Op::ragged_permute_grad,
+     {prepare_ragged_permute_grad, cpu::ragged_permute_grad, cpu::ragged_permute_grad}},
+    {Op::ragged_unpermute_grad,
+     {prepare_ragged_unpermute_grad, cpu::ragged_unpermute_grad, cpu::ragged_unpermute_grad}},
 };
 static_assert(kKernels.lists_every_op(), "the CPU backend needs a line for every Op");
 

@@ -64,6 +64,20 @@ void build_token_csr(const Plan &p, const void *token_ids, const VectorGeom &g, 
 // Token t's first (at most max_n) routed experts, ascending, into experts[0..n); returns n.
 int64_t experts_of(const Plan &p, const void *map, int64_t t, int64_t *experts, int64_t max_n);
 
+// The rows of a ragged plan (docs/ragged.md) grouped by token: token t's rows are
+// rows[offsets[t] .. offsets[t + 1]), ascending; -1 rows belong to none. expert(r) is row r's
+// expert: r / C drop-and-pad; drop-less, from `first` (expert e's first row, first[E] = the
+// routed pairs), which group_rows_by_token fills only when asked for experts.
+struct RaggedRows {
+  const int64_t *offsets = nullptr, *rows = nullptr, *first = nullptr;
+  int64_t expert(const Plan &p, int64_t r) const;
+};
+// Checks the index (range; with need_experts, drop-less, rows past the routed pairs must be
+// -1) and groups the rows. Workspace: kSlotCsrOffsets, kSlotCsrSlots and, with need_experts
+// drop-less, kSlotExpertFirst (int64 [blocks * E + E + 1]).
+Status group_rows_by_token(const Plan &p, const Buffers &b, std::byte *ws, bool need_experts,
+                           RaggedRows *out);
+
 Status permute_dropless(const Plan &p, const Buffers &b, std::byte *ws);
 Status permute_drop_and_pad(const Plan &p, const Buffers &b, std::byte *ws);
 Status permute_grad_dropless(const Plan &p, const Buffers &b, std::byte *ws);
@@ -74,6 +88,8 @@ Status unpermute_grad_dropless(const Plan &p, const Buffers &b, std::byte *ws);
 Status unpermute_grad_drop_and_pad(const Plan &p, const Buffers &b, std::byte *ws);
 Status ragged_permute(const Plan &p, const Buffers &b, std::byte *ws);    // both modes
 Status ragged_unpermute(const Plan &p, const Buffers &b, std::byte *ws);  // both modes
+Status ragged_permute_grad(const Plan &p, const Buffers &b, std::byte *ws);
+Status ragged_unpermute_grad(const Plan &p, const Buffers &b, std::byte *ws);
 
 // Writes +0 to every element of the probs output, whichever role it has (the [R] permuted
 // probs of the forward, the [T, E] dense probs of the backward).

@@ -174,4 +174,30 @@ inline void with_element_bits(int64_t esize, F &&f) {
     f(uint32_t{});
 }
 
+// The unpermute Grads' rows (roles: tokens = G, permuted = dX, saved_permuted = X).
+// dX[r] = G[t], or G[t] * pv with probs (U2's dX).
+inline void write_row(const Plan &p, const Buffers &b, const RowKernels &rk, int64_t r, int64_t t,
+                      bool probs, float pv) {
+  if (probs)
+    scale_row(b.permuted(), p.permuted(), r, b.tokens(), p.tokens(), t, pv, p.value_dtype, rk,
+              p.stream_stores);
+  else
+    copy_row(b.permuted(), p.permuted(), r, b.tokens(), p.tokens(), t, element_size(p.value_dtype),
+             rk, p.stream_stores);
+}
+
+// dX[r] = G[t] * pv and returns dot(X[r], G[t]): one pass when the rows are contiguous.
+inline float write_row_and_dot(const Plan &p, const Buffers &b, const RowKernels &rk, int64_t r,
+                               int64_t t, float pv) {
+  const MatrixGeom &dg = p.permuted(), &gg = p.tokens(), &xg = p.saved_permuted();
+  if (dg.col_stride == 1 && gg.col_stride == 1 && xg.col_stride == 1) {
+    const int64_t es = element_size(p.value_dtype);
+    return typed(rk, p.value_dtype)
+        .scale_dot(row_ptr(b.permuted(), dg, r, es), row_ptr(b.tokens(), gg, t, es), pv,
+                   row_ptr(b.saved_permuted(), xg, r, es), p.H, p.stream_stores);
+  }
+  write_row(p, b, rk, r, t, true, pv);
+  return dot_rows(b.saved_permuted(), xg, r, b.tokens(), gg, t, p.value_dtype, rk);
+}
+
 }  // namespace moeperm::detail::cpu

@@ -100,6 +100,8 @@ constexpr detail::KernelTable<CudaKernel> kKernels{
     // fails loudly (Note [Backend selection]).
     {detail::Op::ragged_permute, detail::kNotImplemented},
     {detail::Op::ragged_unpermute, detail::kNotImplemented},
+    {detail::Op::ragged_permute_grad, detail::kNotImplemented},
+    {detail::Op::ragged_unpermute_grad, detail::kNotImplemented},
 };
 static_assert(kKernels.lists_every_op(), "the CUDA backend needs a line for every Op");
 

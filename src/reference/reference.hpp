@@ -14,5 +14,7 @@ Status unpermute(const Plan &plan, const Buffers &buffers);         // SPEC-unpe
 Status unpermute_grad(const Plan &plan, const Buffers &buffers);    // SPEC-unpermute U2
 Status ragged_permute(const Plan &plan, const Buffers &buffers);    // docs/ragged.md
 Status ragged_unpermute(const Plan &plan, const Buffers &buffers);  // docs/ragged.md
+Status ragged_permute_grad(const Plan &plan, const Buffers &buffers);
+Status ragged_unpermute_grad(const Plan &plan, const Buffers &buffers);
 
 }  // namespace moeperm::detail::ref

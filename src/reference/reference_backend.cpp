@@ -19,6 +19,10 @@ constexpr KernelTable<RefKernel> kKernels{
     {Op::ragged_permute, {.dropless = ref::ragged_permute, .drop_and_pad = ref::ragged_permute}},
     {Op::ragged_unpermute,
      {.dropless = ref::ragged_unpermute, .drop_and_pad = ref::ragged_unpermute}},
+    {Op::ragged_permute_grad,
+     {.dropless = ref::ragged_permute_grad, .drop_and_pad = ref::ragged_permute_grad}},
+    {Op::ragged_unpermute_grad,
+     {.dropless = ref::ragged_unpermute_grad, .drop_and_pad = ref::ragged_unpermute_grad}},
 };
 static_assert(kKernels.lists_every_op(), "the reference needs a line for every Op");
 

@@ -2,7 +2,7 @@
 // order U1 gives, U3's dot product, every index checked before anything is written (Note
 // [Index validation]). Token loops are skipped when their inner extent is 0 (Note [Work
 // bounded by tensors]). Compiled with contraction off: every product is rounded to fp32
-// before it is added, except in dot(), which fuses by definition.
+// before it is added, except in u3_dot() (common_ref.hpp), which fuses by definition.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -57,19 +57,6 @@ float round_to(DType dtype, float v) {
   if (dtype == DType::bf16) return bf16_to_f32(f32_to_bf16(v));
   if (dtype == DType::f16) return f16_to_f32(f32_to_f16(v));
   return v;
-}
-
-// U3: 32 partial sums of fma over h = l, l + 32, ...; then halving; part[0].
-float dot(const Plan &p, const Buffers &b, int64_t r, int64_t t) {
-  std::array<float, 32> part{};
-  for (int64_t h = 0; h < p.H; ++h) {
-    const float x = load_value(p.value_dtype, b.saved_permuted(), p.saved_permuted().at(r, h));
-    const float g = load_value(p.value_dtype, b.tokens(), p.tokens().at(t, h));
-    part[static_cast<size_t>(h % 32)] = std::fma(x, g, part[static_cast<size_t>(h % 32)]);
-  }
-  for (size_t w = 16; w >= 1; w /= 2)
-    for (size_t l = 0; l < w; ++l) part[l] += part[l + w];
-  return part[0];
 }
 
 void store_rows(DType dtype, void *base, const MatrixGeom &g, const std::vector<float> &v,
@@ -173,7 +160,7 @@ Status unpermute_grad(const Plan &p, const Buffers &b) {
   auto scatter = [&](int64_t r, int64_t t, float pv, int64_t e) {
     for (int64_t h = 0; h < p.H; ++h)
       dx[static_cast<size_t>(r * p.H + h)] = probs ? g_at(t, h) * pv : g_at(t, h);
-    if (dp_out && e >= 0) dp[static_cast<size_t>(t * p.E + e)] = dot(p, b, r, t);
+    if (dp_out && e >= 0) dp[static_cast<size_t>(t * p.E + e)] = u3_dot(p, b, r, t);
   };
   if (!p.drop_and_pad) {
     for (int64_t t = 0; p.K > 0 && t < p.T; ++t) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend_matrix.hpp"
@@ -162,6 +163,81 @@ TEST(RaggedErrors, UnpermuteRules) {
   }
 }
 
+RaggedPermuteGradDesc valid_permute_grad() {
+  RaggedPermuteGradDesc d;
+  d.permuted_tokens_grad = desc(DType::bf16, {R, H});
+  d.permuted_probs_grad = desc(DType::f32, {R});
+  d.sorted_indices = desc(DType::i32, {R});
+  d.routing_map = desc(DType::boolean, {T, E});
+  d.num_tokens = T;
+  d.tokens_grad = desc(DType::bf16, {T, H});
+  d.probs_grad = desc(DType::f32, {T, E});
+  return d;
+}
+
+RaggedUnpermuteGradDesc valid_unpermute_grad() {
+  RaggedUnpermuteGradDesc d;
+  d.unpermuted_tokens_grad = desc(DType::f32, {T, H});
+  d.sorted_indices = desc(DType::i32, {R});
+  d.routing_map = desc(DType::i8, {T, E});
+  d.permuted_tokens = desc(DType::f32, {R, H});
+  d.probs = desc(DType::bf16, {T, E});
+  d.permuted_tokens_grad = desc(DType::f32, {R, H});
+  d.probs_grad = desc(DType::bf16, {T, E});
+  return d;
+}
+
+template <class Desc, class Plan>
+void expect_rules(
+    Desc (*valid)(), Plan plan,
+    const std::vector<std::tuple<const char *, std::function<void(Desc &)>, Code, std::string>>
+        &rows) {
+  EXPECT_NO_THROW(plan(valid()));
+  for (const auto &[name, mutate, code, message] : rows) {
+    Desc d = valid();
+    mutate(d);
+    const Failure f = failure_of([&] { plan(d); });
+    EXPECT_EQ(f.code, code) << name << ": " << f.message;
+    EXPECT_NE(f.message.find(message), std::string::npos) << name << ": " << f.message;
+  }
+}
+
+TEST(RaggedErrors, PermuteGradRules) {
+  const std::string api = "moeperm::ragged_permute_grad: ";
+  expect_rules<RaggedPermuteGradDesc>(
+      valid_permute_grad, [](const auto &d) { return plan_ragged_permute_grad(d); },
+      {{"negative tokens", [](auto &d) { d.num_tokens = -1; }, Code::invalid_param,
+        api + "num_tokens must be >= 0, got -1"},
+       {"probs_grad without its input", [](auto &d) { d.permuted_probs_grad.reset(); },
+        Code::null_pointer, api + "permuted_probs_grad must not be null when probs_grad is given"},
+       {"probs_grad without the map", [](auto &d) { d.routing_map.reset(); }, Code::null_pointer,
+        api + "routing_map must not be null when probs_grad is given"},
+       {"output shape",
+        [](auto &d) {
+          d.tokens_grad.shape = {T, H + 1};
+        },
+        Code::invalid_param, api + "tokens_grad has shape [4, 6], expected [4, 5]"}});
+}
+
+TEST(RaggedErrors, UnpermuteGradRules) {
+  const std::string api = "moeperm::ragged_unpermute_grad: ";
+  expect_rules<RaggedUnpermuteGradDesc>(
+      valid_unpermute_grad, [](const auto &d) { return plan_ragged_unpermute_grad(d); },
+      {{"probs_grad without the forward's input", [](auto &d) { d.permuted_tokens.reset(); },
+        Code::null_pointer, api + "permuted_tokens must not be null when probs_grad is given"},
+       {"drop-less probs without the map", [](auto &d) { d.routing_map.reset(); },
+        Code::null_pointer, api + "routing_map must not be null when probs is given"},
+       {"output dtype", [](auto &d) { d.permuted_tokens_grad.dtype = DType::bf16; },
+        Code::invalid_param,
+        api + "permuted_tokens_grad must have dtype float32 (the dtype of "
+              "unpermuted_tokens_grad), got bfloat16"},
+       {"output rows",
+        [](auto &d) {
+          d.permuted_tokens_grad.shape = {R + 1, H};
+        },
+        Code::invalid_param, api + "permuted_tokens_grad has shape [7, 5], expected [6, 5]"}});
+}
+
 // The second phase's data rules, on every host backend: nothing is written on failure.
 class RaggedDataErrors : public BackendCase<> {};
 
@@ -205,6 +281,25 @@ TEST_P(RaggedDataErrors, DroplessRowPastTheRoutedPairsWithProbs) {
   d.restore_shape = std::vector<int64_t>{T, H};
   EXPECT_NO_THROW(ragged_unpermute(d, {x.data(), s.data(), nullptr, nullptr, out.data()},
                                    {.backend = backend()}));
+}
+
+TEST_P(RaggedDataErrors, GradsCheckTheIndexBeforeWriting) {
+  std::vector<uint16_t> g(R * H, 0x3f80), gp(R, 0x3f80), tg(T * H, 0xA5A5), pg(T * E, 0xA5A5);
+  std::vector<uint8_t> map(T * E, 1);
+  std::vector<int32_t> s = {0, 1, 2, 3, T, -1};
+  RaggedPermuteGradDesc d = valid_permute_grad();
+  d.permuted_probs_grad->dtype = DType::bf16;
+  d.probs_grad->dtype = DType::bf16;
+  const Failure f = failure_of([&] {
+    ragged_permute_grad(d, {g.data(), gp.data(), s.data(), map.data(), tg.data(), pg.data()},
+                        {.backend = backend()});
+  });
+  EXPECT_EQ(f.code, Code::invalid_param);
+  EXPECT_NE(f.message.find("moeperm::ragged_permute_grad: sorted_indices[4] = 4"),
+            std::string::npos)
+      << f.message;
+  EXPECT_EQ(tg, std::vector<uint16_t>(T * H, 0xA5A5)) << "written before the check";
+  EXPECT_EQ(pg, std::vector<uint16_t>(T * E, 0xA5A5)) << "written before the check";
 }
 
 INSTANTIATE_TEST_SUITE_P(Hosts, RaggedDataErrors,

@@ -65,6 +65,8 @@ constexpr KernelTable<FakeKernel> kFakeKernels{
     {Op::unpermute_grad, kNotImplemented},
     {Op::ragged_permute, kNotImplemented},
     {Op::ragged_unpermute, kNotImplemented},
+    {Op::ragged_permute_grad, kNotImplemented},
+    {Op::ragged_unpermute_grad, kNotImplemented},
 };
 static_assert(kFakeKernels.lists_every_op());
 

@@ -1,0 +1,52 @@
+// ragged_unpermute_grad, CPU, both modes (docs/ragged.md;
+// core/ops/ragged_unpermute_grad.cpp). Token t (one thread) writes the rows that name it,
+// dX[r] = G[t] (times probs[t, e(r)], rounded once), and its probs_grad row: +0, then per
+// expert the sum of its rows' U3 dot products (the rows of one (token, expert) are adjacent:
+// see ragged_permute_grad_cpu.cpp). Rows that name no token get +0 in a pass of their own.
+// Bytes moved: read T*H*b + R*4 [+ R*H*b X] [+ T*E*(bm + bp)], write R*H*b [+ T*E*bp].
+#include "cpu/kernels.hpp"
+#include "cpu/row_ops.hpp"
+#include "cpu/threading.hpp"
+
+namespace moeperm::detail::cpu {
+
+Status ragged_unpermute_grad(const Plan &p, const Buffers &b, std::byte *ws) {
+  const bool probs = p.has(Role::dense_probs), dp = p.has(Role::dense_probs_grad);
+  RaggedRows g;
+  MOEPERM_TRY(group_rows_by_token(p, b, ws, probs, &g));
+  const RowKernels &rk = kernels_of(p);
+  const DType pt = probs ? p.dtype(Role::dense_probs) : DType::f32;
+  const DType gt = dp ? p.dtype(Role::dense_probs_grad) : DType::f32;
+  const int64_t es = element_size(p.value_dtype);
+#pragma omp parallel num_threads(num_threads())
+  {
+#pragma omp for schedule(dynamic, 16)
+    for (int64_t t = 0; t < p.T; ++t) {
+      const int64_t *mine = g.rows + g.offsets[t];
+      const int64_t count = g.offsets[t + 1] - g.offsets[t];
+      if (dp)
+        for (int64_t e = 0; e < p.E; ++e)
+          zero_elem(b.dense_probs_grad(), p.dense_probs_grad().at(t, e), element_size(gt));
+      for (int64_t c = 0; c < count;) {
+        const int64_t e = probs ? g.expert(p, mine[c]) : -1;
+        const float w = probs ? load_value(pt, b.dense_probs(), p.dense_probs().at(t, e)) : 1.0f;
+        float acc = 0.0f;
+        for (; c < count && (!probs || g.expert(p, mine[c]) == e); ++c) {
+          if (dp)
+            acc += write_row_and_dot(p, b, rk, mine[c], t, w);
+          else
+            write_row(p, b, rk, mine[c], t, probs, w);
+        }
+        if (dp) store_value(gt, b.dense_probs_grad(), p.dense_probs_grad().at(t, e), acc);
+      }
+    }
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < p.R; ++r)
+      if (*elem<int32_t>(b.sorted_indices(), p.sorted_indices().at(r)) < 0)
+        zero_row(b.permuted(), p.permuted(), r, es);
+    rk.store_fence();
+  }
+  return Status::success();
+}
+
+}  // namespace moeperm::detail::cpu
