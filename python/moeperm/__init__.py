@@ -29,13 +29,15 @@ from ._api import (infer_permute_grad_outputs, infer_permute_outputs,
                    permute_with_routing_map_grad, unpermute_with_routing_map_grad)
 from . import _api
 from ._ragged_api import (infer_ragged_permute_outputs, infer_ragged_unpermute_outputs,
-                          ragged_permute, ragged_unpermute)
+                          ragged_permute, ragged_permute_grad, ragged_unpermute,
+                          ragged_unpermute_grad)
 
 __all__ = ["permute_with_routing_map", "permute_with_routing_map_grad",
            "unpermute_with_routing_map", "unpermute_with_routing_map_all",
            "unpermute_with_routing_map_grad", "infer_outputs", "infer_permute_outputs",
            "infer_permute_grad_outputs", "infer_unpermute_outputs",
            "infer_unpermute_grad_outputs", "ragged_permute", "ragged_unpermute",
+           "ragged_permute_grad", "ragged_unpermute_grad",
            "infer_ragged_permute_outputs", "infer_ragged_unpermute_outputs", "Error",
            "InvalidArgumentError", "OperatorError", "cuda_built", "cuda_device_count",
            "get_num_threads", "set_num_threads", "__version__"]

@@ -88,3 +88,45 @@ def infer_ragged_unpermute_outputs(permuted_tokens, sorted_indices, restore_shap
     return _api._as_dict(_moeperm.infer_ragged_unpermute(
         _api._spec(permuted_tokens), _api._spec(sorted_indices), _api._spec(routing_map),
         _api._spec(probs), bool(drop_and_pad), _api._restore_shape(restore_shape)))
+
+
+def ragged_permute_grad(permuted_tokens_grad, sorted_indices, num_tokens,
+                        permuted_probs_grad=None, routing_map=None, drop_and_pad=False,
+                        probs_grad=True):
+    """moeperm::ragged_permute_grad: (tokens_grad [T, H], probs_grad [T, E] or None).
+
+    tokens_grad[t] sums the rows of permuted_tokens_grad that sorted_indices names t
+    (ascending, float32, rounded once); probs_grad (with permuted_probs_grad, the routing map
+    and probs_grad=True) is the probs' gradient of the row of (t, e), +0 elsewhere."""
+    api = "ragged_permute_grad"
+    call = _api._Call(api, "permuted_tokens_grad", permuted_tokens_grad)
+    g = call.add(0, "permuted_tokens_grad", permuted_tokens_grad)
+    gp = call.add(1, "permuted_probs_grad", permuted_probs_grad)
+    s = call.add(2, "sorted_indices", sorted_indices)
+    m = call.add(3, "routing_map", routing_map)
+    sources = {"tokens_grad": "permuted_tokens_grad", "probs_grad": "permuted_probs_grad"}
+    with call.device_guard():
+        _moeperm.ragged_permute_grad(g, gp, s, m, int(num_tokens), bool(drop_and_pad),
+                                     bool(probs_grad), call.alloc_for(sources), call.bf16_views,
+                                     call.stream())
+    return call.outputs["tokens_grad"], call.outputs.get("probs_grad")
+
+
+def ragged_unpermute_grad(unpermuted_tokens_grad, sorted_indices, routing_map=None,
+                          permuted_tokens=None, probs=None, drop_and_pad=False, probs_grad=True):
+    """moeperm::ragged_unpermute_grad: (permuted_tokens_grad [R, H], probs_grad [T, E] or
+    None). Row r gets its token's gradient (times probs[t, e(r)], rounded once; +0 for a -1
+    row); probs_grad (with probs, permuted_tokens and probs_grad=True) holds U3's dot
+    products of each token's gradient with its rows."""
+    api = "ragged_unpermute_grad"
+    call = _api._Call(api, "unpermuted_tokens_grad", unpermuted_tokens_grad)
+    g = call.add(0, "unpermuted_tokens_grad", unpermuted_tokens_grad)
+    s = call.add(1, "sorted_indices", sorted_indices)
+    m = call.add(2, "routing_map", routing_map)
+    x = call.add(3, "permuted_tokens", permuted_tokens)
+    p = call.add(4, "probs", probs)
+    sources = {"permuted_tokens_grad": "unpermuted_tokens_grad", "probs_grad": "probs"}
+    with call.device_guard():
+        _moeperm.ragged_unpermute_grad(g, s, m, x, p, bool(drop_and_pad), bool(probs_grad),
+                                       call.alloc_for(sources), call.bf16_views, call.stream())
+    return call.outputs["permuted_tokens_grad"], call.outputs.get("probs_grad")

@@ -137,6 +137,93 @@ OutputList infer_ragged_unpermute(const Spec &x, const Spec &s, const std::optio
   return output_list({{"unpermuted_tokens", &desc.unpermuted_tokens}});
 }
 
+enum PermuteGradOperand : unsigned { kG = 0, kGP = 1, kGS = 2, kGM = 3 };
+enum UnpermuteGradOperand : unsigned { kUG = 0, kUGS = 1, kUGM = 2, kUGX = 3, kUGP = 4 };
+
+// probs_grad is an output when asked for and its inputs are there (else planning names what
+// is missing); infer_outputs sizes it.
+template <class Desc>
+Desc with_probs_grad(Desc d, const std::optional<moeperm::TensorDesc> &source, bool want) {
+  if (want && source) {
+    d.probs_grad = moeperm::TensorDesc{};
+    d.probs_grad->dtype = source->dtype;
+  }
+  return moeperm::infer_outputs(d);
+}
+
+std::string ragged_permute_grad(const InArray &g, const std::optional<InArray> &gp,
+                                const InArray &s, const std::optional<InArray> &m,
+                                int64_t num_tokens, bool drop_and_pad, bool probs_grad,
+                                const nb::callable &alloc, unsigned bf16_views, uintptr_t stream) {
+  constexpr const char *api = "ragged_permute_grad";
+  Device dev;
+  note_device(api, dev, "permuted_tokens_grad", g);
+  if (gp) note_device(api, dev, "permuted_probs_grad", *gp);
+  note_device(api, dev, "sorted_indices", s);
+  if (m) note_device(api, dev, "routing_map", *m);
+  moeperm::RaggedPermuteGradDesc desc;
+  desc.permuted_tokens_grad = describe(api, "permuted_tokens_grad", g, bit(bf16_views, kG));
+  if (gp)
+    desc.permuted_probs_grad = describe(api, "permuted_probs_grad", *gp, bit(bf16_views, kGP));
+  desc.sorted_indices = describe(api, "sorted_indices", s, bit(bf16_views, kGS));
+  if (m) desc.routing_map = describe(api, "routing_map", *m, bit(bf16_views, kGM));
+  desc.num_tokens = num_tokens;
+  desc.drop_and_pad = drop_and_pad;
+  desc = with_probs_grad(desc, desc.permuted_probs_grad, probs_grad);
+  const moeperm::Plan plan = moeperm::plan_ragged_permute_grad(desc, plan_options(api, dev));
+  Allocated tg = allocate(api, alloc, "tokens_grad", desc.tokens_grad, dev);
+  Allocated pg =
+      desc.probs_grad ? allocate(api, alloc, "probs_grad", *desc.probs_grad, dev) : Allocated{};
+  Workspace ws = make_workspace(api, plan, dev, alloc);
+  const moeperm::RaggedPermuteGradData data{storage_base(g), gp ? storage_base(*gp) : nullptr,
+                                            storage_base(s), m ? storage_base(*m) : nullptr,
+                                            tg.data,         pg.data};
+  {
+    nb::gil_scoped_release release;
+    moeperm::run(plan, data, ws.span, reinterpret_cast<void *>(stream));
+  }
+  return plan.to_string();
+}
+
+std::string ragged_unpermute_grad(const InArray &g, const InArray &s,
+                                  const std::optional<InArray> &m, const std::optional<InArray> &x,
+                                  const std::optional<InArray> &p, bool drop_and_pad,
+                                  bool probs_grad, const nb::callable &alloc, unsigned bf16_views,
+                                  uintptr_t stream) {
+  constexpr const char *api = "ragged_unpermute_grad";
+  Device dev;
+  note_device(api, dev, "unpermuted_tokens_grad", g);
+  note_device(api, dev, "sorted_indices", s);
+  if (m) note_device(api, dev, "routing_map", *m);
+  if (x) note_device(api, dev, "permuted_tokens", *x);
+  if (p) note_device(api, dev, "probs", *p);
+  moeperm::RaggedUnpermuteGradDesc desc;
+  desc.unpermuted_tokens_grad = describe(api, "unpermuted_tokens_grad", g, bit(bf16_views, kUG));
+  desc.sorted_indices = describe(api, "sorted_indices", s, bit(bf16_views, kUGS));
+  if (m) desc.routing_map = describe(api, "routing_map", *m, bit(bf16_views, kUGM));
+  if (x) desc.permuted_tokens = describe(api, "permuted_tokens", *x, bit(bf16_views, kUGX));
+  if (p) desc.probs = describe(api, "probs", *p, bit(bf16_views, kUGP));
+  desc.drop_and_pad = drop_and_pad;
+  desc = with_probs_grad(desc, desc.probs, probs_grad);
+  const moeperm::Plan plan = moeperm::plan_ragged_unpermute_grad(desc, plan_options(api, dev));
+  Allocated dx = allocate(api, alloc, "permuted_tokens_grad", desc.permuted_tokens_grad, dev);
+  Allocated dp =
+      desc.probs_grad ? allocate(api, alloc, "probs_grad", *desc.probs_grad, dev) : Allocated{};
+  Workspace ws = make_workspace(api, plan, dev, alloc);
+  const moeperm::RaggedUnpermuteGradData data{storage_base(g),
+                                              storage_base(s),
+                                              m ? storage_base(*m) : nullptr,
+                                              x ? storage_base(*x) : nullptr,
+                                              p ? storage_base(*p) : nullptr,
+                                              dx.data,
+                                              dp.data};
+  {
+    nb::gil_scoped_release release;
+    moeperm::run(plan, data, ws.span, reinterpret_cast<void *>(stream));
+  }
+  return plan.to_string();
+}
+
 }  // namespace
 
 void bind_ragged(nb::module_ &m) {
@@ -160,6 +247,19 @@ void bind_ragged(nb::module_ &m) {
         nb::arg("sorted_indices"), nb::arg("routing_map").none(), nb::arg("probs").none(),
         nb::arg("drop_and_pad"), nb::arg("restore_shape").none(),
         "The ragged unpermute's output for inputs given as (dtype name, shape).");
+  m.def("ragged_permute_grad", &ragged_permute_grad, nb::arg("permuted_tokens_grad").noconvert(),
+        nb::arg("permuted_probs_grad").noconvert().none(), nb::arg("sorted_indices").noconvert(),
+        nb::arg("routing_map").noconvert().none(), nb::arg("num_tokens"), nb::arg("drop_and_pad"),
+        nb::arg("probs_grad"), nb::arg("alloc"), nb::arg("bf16_views") = 0u, nb::arg("stream") = 0,
+        "Runs moeperm::ragged_permute_grad; outputs come from alloc(name, shape) (probs_grad "
+        "when asked for). Returns the plan's description.");
+  m.def("ragged_unpermute_grad", &ragged_unpermute_grad,
+        nb::arg("unpermuted_tokens_grad").noconvert(), nb::arg("sorted_indices").noconvert(),
+        nb::arg("routing_map").noconvert().none(), nb::arg("permuted_tokens").noconvert().none(),
+        nb::arg("probs").noconvert().none(), nb::arg("drop_and_pad"), nb::arg("probs_grad"),
+        nb::arg("alloc"), nb::arg("bf16_views") = 0u, nb::arg("stream") = 0,
+        "Runs moeperm::ragged_unpermute_grad; outputs come from alloc(name, shape) "
+        "(probs_grad when asked for). Returns the plan's description.");
 }
 
 }  // namespace moeperm_py

@@ -123,6 +123,29 @@ def test_autograd_matches_megatron(T, E, H, dtype, probs_dtype):
     assert bool((probs.grad[~routing_map] == 0).all())
 
 
+def test_gradients_of_outputs_that_do_not_reach_the_loss():
+    """Probs applied in the unpermute only (Megatron's default): the permuted probs get no
+    gradient, the probs still do; and tokens whose permuted rows are unused get zeros."""
+    gen = torch.Generator().manual_seed(3)
+    routing_map, probs0 = ragged_routing(23, 5, torch.bfloat16, gen)
+    tokens = torch.randn(23, 8, generator=gen).to(torch.bfloat16).requires_grad_()
+    probs = probs0.clone().requires_grad_()
+    y, _, s = mm.permute(tokens, routing_map, probs=probs)
+    mm.unpermute(y * 2, s, (23, 8), probs=probs, routing_map=routing_map).sum().backward()
+    assert probs.grad.dtype == torch.bfloat16 and tokens.grad.dtype == torch.bfloat16
+    ref_p = probs0.double().requires_grad_()
+    ref_t = tokens.detach().double().requires_grad_()
+    ry, _, rs = moe_utils.permute(ref_t, routing_map, probs=ref_p)
+    moe_utils.unpermute(ry * 2, rs, (23, 8), probs=ref_p, routing_map=routing_map).sum().backward()
+    assert (probs.grad.double() - ref_p.grad).abs().max().item() <= 8 * EPS[torch.bfloat16] * (
+        ref_p.grad.abs().max().item() + 1)
+    _, yp, _ = mm.permute(tokens, routing_map, probs=probs)
+    tokens.grad = probs.grad = None
+    yp.sum().backward()  # only the permuted probs reach the loss
+    assert torch.equal(tokens.grad, torch.zeros_like(tokens))
+    assert torch.equal(probs.grad, routing_map.to(torch.bfloat16))
+
+
 @pytest.mark.parametrize("capacity_factor", [0.5, 1.0, 1.7])
 @pytest.mark.parametrize("pad_to_capacity", [False, True])
 def test_capacity_dropping_matches_megatron(capacity_factor, pad_to_capacity):
