@@ -43,6 +43,8 @@ struct CaseResult {
   std::string plan;            // the grad plan, as moeperm prints it
   OpResult forward, backward;  // the permute and its Grad
   OpResult unpermute, unpermute_grad;
+  // The ragged pair (docs/ragged.md) on the same problem, where the device's backend has it.
+  OpResult ragged_permute, ragged_unpermute, ragged_unpermute_grad, ragged_permute_grad;
 };
 
 // The standard suites: "named" (DeepSeek-like, Mixtral-like, CANN's sample),

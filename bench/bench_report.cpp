@@ -58,6 +58,10 @@ void print_table(std::ostream &out, const std::vector<CaseResult> &results) {
     row(out, r, "permute Grad", r.backward);
     row(out, r, "unpermute", r.unpermute);
     row(out, r, "unpermute Grad", r.unpermute_grad);
+    row(out, r, "ragged permute", r.ragged_permute);
+    row(out, r, "ragged perm Grd", r.ragged_permute_grad);
+    row(out, r, "ragged unperm", r.ragged_unpermute);
+    row(out, r, "ragged unp Grad", r.ragged_unpermute_grad);
   }
 }
 
@@ -75,9 +79,13 @@ void write_json(std::ostream &out, const std::vector<CaseResult> &results, const
     json_op(out, r.forward);
     out << ",\n     \"backward\": ";
     json_op(out, r.backward);
-    // The unpermute pair, where the device's backend has it.
+    // The other operators, where the device's backend has them.
     for (const auto &[key, op] :
-         {std::pair{"unpermute", &r.unpermute}, std::pair{"unpermute_grad", &r.unpermute_grad}})
+         {std::pair{"unpermute", &r.unpermute}, std::pair{"unpermute_grad", &r.unpermute_grad},
+          std::pair{"ragged_permute", &r.ragged_permute},
+          std::pair{"ragged_permute_grad", &r.ragged_permute_grad},
+          std::pair{"ragged_unpermute", &r.ragged_unpermute},
+          std::pair{"ragged_unpermute_grad", &r.ragged_unpermute_grad}})
       if (op->measured) {
         out << ",\n     \"" << key << "\": ";
         json_op(out, *op);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "bench.hpp"
+#include "bench_ragged.hpp"
 
 namespace moeperm::bench {
 namespace {
@@ -50,15 +51,17 @@ double time_ms(Fn &&fn) {
 struct Timed {
   Plan plan;
   std::function<void(const Plan &, std::span<std::byte>)> run;
+  std::function<Plan(Backend)> plan_on;  // the same call planned on another backend
   OpResult *result;
   std::vector<std::byte> workspace;
   MemcpyBaseline copy;
   std::vector<double> op_ms, copy_ms;
 
-  Timed(Plan p, std::function<void(const Plan &, std::span<std::byte>)> f, OpResult *r,
-        double bytes)
-      : plan(std::move(p)),
+  Timed(std::function<Plan(Backend)> planner,
+        std::function<void(const Plan &, std::span<std::byte>)> f, OpResult *r, double bytes)
+      : plan(planner(Backend::cpu)),
         run(std::move(f)),
+        plan_on(std::move(planner)),
         result(r),
         workspace(plan.workspace_bytes()),
         copy(bytes) {
@@ -80,26 +83,38 @@ CaseResult run_case(const Case &c, const Options &o) {
   const UnpermuteData ud = problem_model::unpermute_data(p, u);
   const UnpermuteGradData ugd = problem_model::unpermute_grad_data(p, u);
   const problem_model::ProblemSpec &s = c.spec;
-  // The token path's order: each operator reads what the one before it wrote.
+  RaggedPath rp = make_ragged_path(p, u);
+  // The token path's order: each operator reads what the one before it wrote; then the
+  // ragged pair's token path on the same problem.
   std::vector<Timed> ops;
-  ops.reserve(4);
-  ops.emplace_back(
-      plan_permute(p.permute_desc(), {Backend::cpu}),
-      [&](const Plan &pl, std::span<std::byte> ws) { run(pl, fd, ws); }, &res.forward,
-      static_cast<double>(problem_model::permute_bytes(s)));
-  ops.emplace_back(
-      plan_unpermute(problem_model::unpermute_desc(p, u), {Backend::cpu}),
-      [&](const Plan &pl, std::span<std::byte> ws) { run(pl, ud, ws); }, &res.unpermute,
-      static_cast<double>(problem_model::unpermute_bytes(s)));
-  ops.emplace_back(
-      plan_unpermute_grad(problem_model::unpermute_grad_desc(p, u), {Backend::cpu}),
-      [&](const Plan &pl, std::span<std::byte> ws) { run(pl, ugd, ws); }, &res.unpermute_grad,
-      static_cast<double>(problem_model::unpermute_grad_bytes(s)));
-  ops.emplace_back(
-      plan_permute_grad(p.grad_desc(), {Backend::cpu}),
-      [&](const Plan &pl, std::span<std::byte> ws) { run(pl, bd, ws); }, &res.backward,
-      static_cast<double>(problem_model::permute_grad_bytes(s)));
-  res.plan = ops.back().plan.to_string();
+  ops.reserve(8);
+  auto add = [&](auto planner, const auto &data, OpResult *result, int64_t bytes) {
+    ops.emplace_back([planner](Backend be) { return planner(PlanOptions{be}); },
+                     [&data](const Plan &pl, std::span<std::byte> ws) { run(pl, data, ws); },
+                     result, static_cast<double>(bytes));
+  };
+  const UnpermuteDesc udesc = problem_model::unpermute_desc(p, u);
+  const UnpermuteGradDesc ugdesc = problem_model::unpermute_grad_desc(p, u);
+  const PermuteDesc fdesc = p.permute_desc();
+  const PermuteGradDesc bdesc = p.grad_desc();
+  add([&](PlanOptions po) { return plan_permute(fdesc, po); }, fd, &res.forward,
+      problem_model::permute_bytes(s));
+  add([&](PlanOptions po) { return plan_unpermute(udesc, po); }, ud, &res.unpermute,
+      problem_model::unpermute_bytes(s));
+  add([&](PlanOptions po) { return plan_unpermute_grad(ugdesc, po); }, ugd, &res.unpermute_grad,
+      problem_model::unpermute_grad_bytes(s));
+  add([&](PlanOptions po) { return plan_permute_grad(bdesc, po); }, bd, &res.backward,
+      problem_model::permute_grad_bytes(s));
+  // The ragged pair moves the same tensors as its CANN counterparts.
+  add([&](PlanOptions po) { return plan_ragged_permute(rp.permute, po); }, rp.permute_data,
+      &res.ragged_permute, problem_model::permute_bytes(s));
+  add([&](PlanOptions po) { return plan_ragged_unpermute(rp.unpermute, po); }, rp.unpermute_data,
+      &res.ragged_unpermute, problem_model::unpermute_bytes(s));
+  add([&](PlanOptions po) { return plan_ragged_unpermute_grad(rp.unpermute_grad, po); },
+      rp.unpermute_grad_data, &res.ragged_unpermute_grad, problem_model::unpermute_grad_bytes(s));
+  add([&](PlanOptions po) { return plan_ragged_permute_grad(rp.permute_grad, po); },
+      rp.permute_grad_data, &res.ragged_permute_grad, problem_model::permute_grad_bytes(s));
+  res.plan = ops[3].plan.to_string();
 
   for (int i = 0; i < o.warmup; ++i)
     for (Timed &t : ops) {
@@ -118,15 +133,7 @@ CaseResult run_case(const Case &c, const Options &o) {
     // The reference is single-threaded by construction; its inputs are what the timed runs
     // above left (S, outIndex, permuteTokenId).
     for (Timed &t : ops) {
-      const Plan ref = [&] {
-        if (&t == &ops[0]) return plan_permute(p.permute_desc(), {Backend::reference});
-        if (&t == &ops[1])
-          return plan_unpermute(problem_model::unpermute_desc(p, u), {Backend::reference});
-        if (&t == &ops[2])
-          return plan_unpermute_grad(problem_model::unpermute_grad_desc(p, u),
-                                     {Backend::reference});
-        return plan_permute_grad(p.grad_desc(), {Backend::reference});
-      }();
+      const Plan ref = t.plan_on(Backend::reference);
       std::vector<double> samples;
       for (int i = 0; i < o.ref_runs; ++i) samples.push_back(time_ms([&] { t.run(ref, {}); }));
       t.result->ref_ms = median(samples);

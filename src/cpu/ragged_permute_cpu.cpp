@@ -3,8 +3,9 @@
 // exclusive scan, as for the permute: drop-less the list is expert-major over the whole map
 // (row = position, kept while < R); drop-and-pad each expert has its own list (row = e*C +
 // position, kept while position < C). Token block b walks its tokens ascending, so each
-// pair's row is the same for every thread count (Note [Determinism]); each row is written
-// once, by the block of its token, or by the empty-row pass.
+// pair's row is the same for every thread count (Note [Determinism]). Pass 1 writes each
+// kept row's token; pass 2 moves every row (one thread each): a gather, balanced whichever
+// tokens the rows hold.
 // Bytes moved: read T*H*b (kept rows' tokens) + T*E*bm, write R*H*b + R*4 (+ R*bp probs).
 #include <algorithm>
 
@@ -49,10 +50,27 @@ Status ragged_permute(const Plan &p, const Buffers &b, std::byte *ws) {
   block_column_counts(p, b.routing_map(), base);
   const int64_t pairs = scan_positions(p, base);
   const int64_t blocks = token_blocks(p.T), E = p.E, C = p.C;
-  const int64_t es = element_size(p.value_dtype), ps = element_size(p.permuted_probs_dtype);
-  const bool probs = p.probs == ProbsWork::compute;
-  const RowKernels &rk = kernels_of(p);
+  const int64_t *lists = base + blocks * E;  // drop-and-pad: each expert's list's length
   const MatrixGeom &mg = p.routing_map();
+  const int64_t kept = std::min(pairs, p.R);
+  auto empty = [&](int64_t r) {
+    return p.drop_and_pad ? r % C >= std::min(lists[r / C], C) : r >= kept;
+  };
+  const int64_t es = element_size(p.value_dtype), ps = element_size(p.permuted_probs_dtype);
+  const RowKernels &rk = kernels_of(p);
+  // Row r of the kept pair (t, e): its token's row and prob.
+  auto fill = [&](int64_t r, int64_t t, int64_t e) {
+    copy_row(b.permuted(), p.permuted(), r, b.tokens(), p.tokens(), t, es, rk, p.stream_stores);
+    if (p.probs == ProbsWork::compute)
+      copy_elem(b.permuted_probs(), p.permuted_probs().at(r), b.dense_probs(),
+                p.dense_probs().at(t, e), ps);
+    else if (p.probs == ProbsWork::zero_fill)
+      zero_elem(b.permuted_probs(), p.permuted_probs().at(r), ps);
+  };
+  // Pass 1, by token block: each kept pair's row gets its token. Drop-less, the block also
+  // moves the rows (a token's row is read once for all its experts, while it is in cache);
+  // drop-and-pad keeps the lowest tokens of each expert, which would leave the work to the
+  // first blocks, so its rows move in pass 2.
 #pragma omp parallel num_threads(num_threads())
   {
 #pragma omp for schedule(static)
@@ -65,29 +83,23 @@ Status ragged_permute(const Plan &p, const Buffers &b, std::byte *ws) {
           if (p.drop_and_pad ? pos >= C : pos >= p.R) continue;  // dropped
           const int64_t r = p.drop_and_pad ? e * C + pos : pos;
           set_index(p, b, r, t);
-          copy_row(b.permuted(), p.permuted(), r, b.tokens(), p.tokens(), t, es, rk,
-                   p.stream_stores);
-          if (probs)
-            copy_elem(b.permuted_probs(), p.permuted_probs().at(r), b.dense_probs(),
-                      p.dense_probs().at(t, e), ps);
+          if (!p.drop_and_pad) fill(r, t, e);
         }
+    }
+    // Pass 2, by row (static: rows cost the same): +0 and -1 for the empty rows (past the
+    // kept pairs drop-less, past each expert's list drop-and-pad); drop-and-pad's kept rows.
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < p.R; ++r) {
+      if (empty(r)) {
+        set_index(p, b, r, -1);
+        zero_row(b.permuted(), p.permuted(), r, es);
+        if (p.probs != ProbsWork::none) zero_elem(b.permuted_probs(), p.permuted_probs().at(r), ps);
+      } else if (p.drop_and_pad) {
+        fill(r, *elem<int32_t>(b.sorted_indices(), p.sorted_indices().at(r)), r / C);
+      }
     }
     rk.store_fence();
   }
-  // Empty rows: past the kept pairs (drop-less), past each expert's list (drop-and-pad).
-  const int64_t kept = std::min(pairs, p.R);
-  auto empty = [&](int64_t r) {
-    return p.drop_and_pad ? r % C >= std::min(base[blocks * E + r / C], C) : r >= kept;
-  };
-#pragma omp parallel for num_threads(num_threads()) schedule(static)
-  for (int64_t r = 0; r < p.R; ++r) {
-    if (!empty(r)) continue;
-    set_index(p, b, r, -1);
-    zero_row(b.permuted(), p.permuted(), r, es);
-    if (p.probs != ProbsWork::none) zero_elem(b.permuted_probs(), p.permuted_probs().at(r), ps);
-  }
-  if (p.probs == ProbsWork::zero_fill)
-    for (int64_t r = 0; r < p.R; ++r) zero_elem(b.permuted_probs(), p.permuted_probs().at(r), ps);
   return Status::success();
 }
 
