@@ -49,8 +49,12 @@ fi
 
 missing=()
 for i in "${!modules[@]}"; do
+  # find_spec of a dotted name imports its parent, which raises when the parent is missing.
   "$venv/bin/python" -c "import importlib.util, sys
-sys.exit(importlib.util.find_spec('${modules[$i]}') is None)" || missing+=("${requirements[$i]}")
+try:
+    sys.exit(importlib.util.find_spec('${modules[$i]}') is None)
+except ModuleNotFoundError:
+    sys.exit(1)" || missing+=("${requirements[$i]}")
 done
 if ((${#missing[@]} == 0)); then
   echo "install-python-deps: all Python dependencies present in $venv (${modules[*]})"

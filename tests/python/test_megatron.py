@@ -253,3 +253,14 @@ def test_unpermute_needs_the_map_with_probs():
     with pytest.raises(ValueError, match="routing_map must be provided with probs"):
         mm.unpermute(torch.zeros(2, 3), torch.zeros(2, dtype=torch.int32), (2, 3),
                      probs=torch.ones(2, 2))
+
+
+def test_readme_megatron_example_runs():
+    """The README's moeperm.megatron example, executed as written (with its own asserts)."""
+    from pathlib import Path
+
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    section = readme.read_text(encoding="utf-8").split("\n## Megatron-LM: ", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, f"{readme} (## Megatron-LM)", "exec"), {})
+    assert moe_utils.permute is not mm.permute  # the example's patch was undone
