@@ -8,6 +8,7 @@
 #include "core/ops/ragged_permute_grad.hpp"
 #include "core/messages.hpp"
 #include "core/op_desc.hpp"
+#include "core/ops/ragged_capacity.hpp"
 
 namespace moeperm::detail {
 namespace {
@@ -35,18 +36,8 @@ Status derive_sizes(PlanContext &c) {
 
 // Drop-and-pad with probs_grad: row r belongs to expert r / C.
 Status rows(PlanContext &c) {
-  Sizes &z = c.sizes;
   if (!c.set.drop_and_pad || !c.set.given(PG)) return Status::success();
-  if (z.experts == 0 && z.rows > 0)
-    return inconsistent(kApi,
-                        "routing_map has 0 experts (columns); drop_and_pad=true needs at "
-                        "least one to derive capacity = rows / experts");
-  if (z.experts > 0 && z.rows % z.experts != 0)
-    return inconsistent(
-        kApi, cat("permuted_tokens_grad has ", z.rows, " rows, which is not a multiple of the ",
-                  z.experts, " experts (drop_and_pad=true: experts * capacity)"));
-  z.capacity = z.experts > 0 ? z.rows / z.experts : 0;
-  return Status::success();
+  return ragged_capacity(kApi, c.sizes, "permuted_tokens_grad", "routing_map");
 }
 
 constexpr const char *kRows = "(the rows of permuted_tokens_grad)";

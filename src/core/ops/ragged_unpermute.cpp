@@ -8,6 +8,7 @@
 #include "core/ops/ragged_unpermute.hpp"
 #include "core/messages.hpp"
 #include "core/op_desc.hpp"
+#include "core/ops/ragged_capacity.hpp"
 
 namespace moeperm::detail {
 namespace {
@@ -43,18 +44,8 @@ Status derive_sizes(PlanContext &c) {
 
 // Drop-and-pad with probs: row r belongs to expert r / C, so R must be a multiple of E.
 Status rows(PlanContext &c) {
-  Sizes &z = c.sizes;
   if (!c.set.drop_and_pad || !c.set.given(P)) return Status::success();
-  if (z.experts == 0 && z.rows > 0)
-    return inconsistent(kApi,
-                        "probs has 0 experts (columns); drop_and_pad=true needs at least one to "
-                        "derive capacity = rows / experts");
-  if (z.experts > 0 && z.rows % z.experts != 0)
-    return inconsistent(
-        kApi, cat("permuted_tokens has ", z.rows, " rows, which is not a multiple of the ",
-                  z.experts, " experts of probs (drop_and_pad=true: experts * capacity)"));
-  z.capacity = z.experts > 0 ? z.rows / z.experts : 0;
-  return Status::success();
+  return ragged_capacity(kApi, c.sizes, "permuted_tokens", "probs");
 }
 
 constexpr const char *kRowsOfX = "(the rows of permuted_tokens)";
