@@ -40,8 +40,6 @@ inline Status check_rows(const Plan &p, const Buffers &b, bool need_experts,
   if (!need_experts) return Status::success();
   *experts = row_experts(p, b);
   if (p.drop_and_pad) return Status::success();
-  int64_t pairs = 0;
-  for (int64_t e : *experts) pairs += e >= 0;
   for (int64_t r = 0; r < p.R; ++r)
     if (row_token(p, b, r) >= 0 && (*experts)[static_cast<size_t>(r)] < 0) {
       int64_t all = 0;  // the message names every routed pair, not only those with a row
