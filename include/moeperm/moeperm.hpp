@@ -189,6 +189,7 @@ struct Sizes {
   int64_t top_k = 0;     // K (drop-less)
   int64_t capacity = 0;  // C (drop-and-pad)
   int64_t rows = 0;      // R
+  int64_t chunks = 0;    // S (sort_chunks)
 };
 
 // The operators: one per CANN operator API (to_string gives its name, e.g.
@@ -201,7 +202,9 @@ enum class Operator {
   ragged_permute,
   ragged_unpermute,
   ragged_permute_grad,
-  ragged_unpermute_grad
+  ragged_unpermute_grad,
+  sort_chunks,  // "moeperm::sort_chunks" (<moeperm/sort_chunks.hpp>)
+  sort_chunks_grad
 };
 MOEPERM_API const char *to_string(Operator op) noexcept;
 // Whether `op` is the backward of another operator.
@@ -323,3 +326,5 @@ MOEPERM_API int get_num_threads();
 
 // The ragged pair (Megatron-LM's and TransformerEngine's semantics) is declared here too.
 #include <moeperm/ragged.hpp>
+// So is the chunk sort of expert parallelism (Megatron-LM's sort_chunks_by_idxs).
+#include <moeperm/sort_chunks.hpp>

@@ -69,11 +69,29 @@ Status bad_index(const Plan &p, int rule, int64_t position, int64_t value) {
   const IndexRule &r = d.index_rules[static_cast<size_t>(rule)];
   const IndexRange range = index_range(d, p, rule);
   const Sym bound = p.drop_and_pad ? r.drop_and_pad_bound : r.dropless_bound;
-  const char *label = bound == Sym::R ? "R" : bound == Sym::T ? "T" : "the bound";
-  return index_out_of_range(
-      p.api(), r.name, position, value,
-      cat("[0, ", range.bound, ")", range.allows_minus_one ? " or -1" : "", " (", d.mode_name, "=",
-          p.drop_and_pad ? "true" : "false", ", ", label, "=", range.bound, ")"));
+  const char *label = bound == Sym::R   ? "R"
+                      : bound == Sym::T ? "T"
+                      : bound == Sym::S ? "S"
+                                        : "the bound";
+  // An operator without a mode attribute (mode_name "") has one range.
+  const std::string mode =
+      *d.mode_name ? cat(d.mode_name, "=", p.drop_and_pad ? "true" : "false", ", ") : "";
+  return index_out_of_range(p.api(), r.name, position, value,
+                            cat("[0, ", range.bound, ")", range.allows_minus_one ? " or -1" : "",
+                                " (", mode, label, "=", range.bound, ")"));
+}
+
+Status bad_split_size(const Plan &p, int rule, int64_t position, int64_t value) {
+  const SplitRule &r = op_desc(p.op).split_rules[static_cast<size_t>(rule)];
+  return inconsistent(p.api(), cat(r.name, "[", position, "] = ", value,
+                                   " is negative (a chunk has >= 0 rows); nothing was written"));
+}
+
+Status split_sizes_total(const Plan &p, int rule, int64_t sum, int64_t total) {
+  const SplitRule &r = op_desc(p.op).split_rules[static_cast<size_t>(rule)];
+  return inconsistent(p.api(),
+                      cat(r.name, " sums to ", sum, ", but ", r.total_name, " has ", total,
+                          " rows (the chunks must cover them exactly)", "; nothing was written"));
 }
 
 Status row_without_expert(const Plan &p, int64_t row, int64_t token, int64_t pairs) {
@@ -86,9 +104,9 @@ Status row_without_expert(const Plan &p, int64_t row, int64_t token, int64_t pai
 
 Status repeated_index(const Plan &p, int rule, int64_t position, int64_t value, int64_t first) {
   const IndexRule &r = op_desc(p.op).index_rules[static_cast<size_t>(rule)];
-  return inconsistent(
-      p.api(), cat(r.name, "[", position, "] = ", value, " names the same row as ", r.name, "[",
-                   first, "] (each row may be named once); nothing was written"));
+  return inconsistent(p.api(), cat(r.name, "[", position, "] = ", value, " names the same ",
+                                   r.names, " as ", r.name, "[", first, "] (each ", r.names,
+                                   " may be named once); nothing was written"));
 }
 
 Status too_many_experts_in_row(const Plan &p, int64_t row, int64_t experts) {

@@ -45,6 +45,10 @@ Status bad_sorted_index(const Plan &plan, int64_t position, int64_t value);
 //   value named twice where the rule says unique: `first` is then the earlier position);
 Status bad_index(const Plan &plan, int rule, int64_t position, int64_t value);
 Status repeated_index(const Plan &plan, int rule, int64_t position, int64_t value, int64_t first);
+//   split rule `rule` broken: a negative size at `position`, or sizes whose sum is not the
+//   rows they split (sort_chunks);
+Status bad_split_size(const Plan &plan, int rule, int64_t position, int64_t value);
+Status split_sizes_total(const Plan &plan, int rule, int64_t sum, int64_t total);
 //   a forward drop-less routing-map row selecting more than K experts;
 Status too_many_experts_in_row(const Plan &plan, int64_t row, int64_t experts);
 //   a routing map selecting more (token, expert) pairs than P has rows (grad, drop-less).

@@ -76,7 +76,7 @@ struct DtypeRule {
 
 // The sizes a shape dimension or a limit can be bound to (SPEC notation), or `free`: not
 // compared, and printed by its label.
-enum class Sym : uint8_t { T, H, E, R, K, C, free };
+enum class Sym : uint8_t { T, H, E, R, K, C, S, free };
 
 // When a rule applies: in both modes, or in one (the operator's mode attribute, OpDesc::
 // mode_name: dropAndPad, paddedMode).
@@ -182,6 +182,17 @@ struct IndexRule {
   bool drop_and_pad_allows_minus_one = false;
   bool unique = false;
   Mode mode = Mode::any;
+  const char *names = "row";  // what a value names, in the "named twice" message
+};
+
+// A data-dependent rule on a sizes operand (sort_chunks' split_sizes): every value >= 0 and
+// their sum equal to the size `total` (the rows the chunks split). Checked in the second
+// phase with the index rules, before anything is written.
+struct SplitRule {
+  Role role = Role::split_sizes;
+  const char *name = "";        // printed in the error
+  Sym total = Sym::T;           // what the sizes must add up to
+  const char *total_name = "";  // the tensor whose rows they split, in the error
 };
 
 struct OpDesc {
@@ -200,7 +211,8 @@ struct OpDesc {
   // Rank errors' status (SPEC-unpermute's Grad gives 561002, CANN's tiling rejection).
   Code rank_status = Code::invalid_param;
   std::span<const LimitRule> limits = {};
-  const char *mode_name = "dropAndPad";  // the mode attribute's CANN name, in messages
+  // The mode attribute's CANN name, in messages; "" for an operator without one.
+  const char *mode_name = "dropAndPad";
   // Rule 1.
   Status (*check_attributes)(const OperandSet &set);
   // After ranks: T, E, H (and K where shapes alone give it), with their own checks.
@@ -215,6 +227,7 @@ struct OpDesc {
   // the output is given (SPEC §3, §5).
   int8_t probs_in = -1, probs_out = -1;
   std::span<const IndexRule> index_rules = {};
+  std::span<const SplitRule> split_rules = {};
 };
 
 const OpDesc &op_desc(Op op);

@@ -10,3 +10,4 @@
 #include "core/ops/ragged_unpermute.hpp"
 #include "core/ops/ragged_permute_grad.hpp"
 #include "core/ops/ragged_unpermute_grad.hpp"
+#include "core/ops/sort_chunks.hpp"

@@ -32,9 +32,11 @@ enum class Op : uint8_t {
   ragged_permute,
   ragged_unpermute,
   ragged_permute_grad,
-  ragged_unpermute_grad
+  ragged_unpermute_grad,
+  sort_chunks,      // core/ops/sort_chunks.cpp: Megatron's sort_chunks_by_idxs
+  sort_chunks_grad  // its backward: the chunks put back in their first order
 };
-inline constexpr int kOpCount = 8;
+inline constexpr int kOpCount = 10;
 inline constexpr int op_index(Op op) { return static_cast<int>(op); }
 
 // The tensors by role (table above); an operator's description binds each of its operands
@@ -51,8 +53,11 @@ enum class Role : uint8_t {
   token_id,          // the unpermute pair's permuteTokenId [R]
   saved_permuted,    // the unpermute Grad's permutedTokensOptional [R, H] (the forward's input)
   dense_probs_grad,  // the unpermute Grad's probsGradOutOptional [T, E]
+  split_sizes,       // sort_chunks' split_sizes [S]: chunk c holds split_sizes[c] rows
+  chunk_order,       // sort_chunks' sorted_index [S]: output chunk j is input chunk order[j]
+  row_probs,         // sort_chunks' probs [T]: one per row of tokens (its Grad: probs_grad)
 };
-inline constexpr int kRoleCount = 10;
+inline constexpr int kRoleCount = 13;
 inline constexpr size_t role_index(Role r) { return static_cast<size_t>(r); }
 
 // What happens to the probabilities path.
@@ -83,6 +88,7 @@ struct Plan {
   Op op{};
   bool drop_and_pad = false;
   int64_t T = 0, E = 0, H = 0, K = 0, C = 0, R = 0;
+  int64_t S = 0;  // chunks (sort_chunks)
 
   DType value_dtype = DType::f32;           // tokens / G
   DType probs_dtype = DType::f32;           // the dense [T, E] probs tensor
@@ -109,6 +115,9 @@ struct Plan {
   VectorGeom token_id() const { return vector(Role::token_id); }
   const MatrixGeom &saved_permuted() const { return matrix(Role::saved_permuted); }
   const MatrixGeom &dense_probs_grad() const { return matrix(Role::dense_probs_grad); }
+  VectorGeom split_sizes() const { return vector(Role::split_sizes); }
+  VectorGeom chunk_order() const { return vector(Role::chunk_order); }
+  VectorGeom row_probs() const { return vector(Role::row_probs); }
 
   // Bit i: operand i of the operator's description is given and used (SPEC §3: a probs
   // input without its output is accepted and ignored), so its data pointer is checked.
@@ -153,6 +162,9 @@ struct Buffers {
   void *token_id() const { return (*this)[Role::token_id]; }
   const void *saved_permuted() const { return (*this)[Role::saved_permuted]; }
   void *dense_probs_grad() const { return (*this)[Role::dense_probs_grad]; }
+  const void *split_sizes() const { return (*this)[Role::split_sizes]; }
+  const void *chunk_order() const { return (*this)[Role::chunk_order]; }
+  void *row_probs() const { return (*this)[Role::row_probs]; }
 };
 
 // Elements of a role's view (0 when the plan has none).

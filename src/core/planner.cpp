@@ -15,14 +15,16 @@
 namespace moeperm::detail {
 
 extern const OpDesc kPermuteOp, kPermuteGradOp, kUnpermuteOp, kUnpermuteGradOp,  // core/ops/
-    kRaggedPermuteOp, kRaggedUnpermuteOp, kRaggedPermuteGradOp, kRaggedUnpermuteGradOp;
+    kRaggedPermuteOp, kRaggedUnpermuteOp, kRaggedPermuteGradOp, kRaggedUnpermuteGradOp,
+    kSortChunksOp, kSortChunksGradOp;
 
 namespace {
 
 // Indexed by Op: one description per Op, in Op order (a unit test checks the order).
 constexpr const OpDesc *kOps[] = {
     &kPermuteOp,       &kPermuteGradOp,     &kUnpermuteOp,         &kUnpermuteGradOp,
-    &kRaggedPermuteOp, &kRaggedUnpermuteOp, &kRaggedPermuteGradOp, &kRaggedUnpermuteGradOp};
+    &kRaggedPermuteOp, &kRaggedUnpermuteOp, &kRaggedPermuteGradOp, &kRaggedUnpermuteGradOp,
+    &kSortChunksOp,    &kSortChunksGradOp};
 static_assert(std::size(kOps) == static_cast<size_t>(kOpCount),
               "every Op needs its description in kOps");
 
@@ -182,6 +184,7 @@ void Planner::fill(Plan &p) const {
   p.op = op_.op;
   p.drop_and_pad = ctx_.set.drop_and_pad;
   p.T = z.tokens, p.E = z.experts, p.H = z.hidden, p.K = z.top_k, p.C = z.capacity, p.R = z.rows;
+  p.S = z.chunks;
   for (int i = 0; i < static_cast<int>(op_.operands.size()); ++i) {
     if (!given(i)) continue;
     p.views[role_index(operand(i).role)] = view_of(*tensor(i));
@@ -269,8 +272,13 @@ Status infer_outputs(const OperandSet &set, InferredOutputs *out) {
 
 IndexRange index_range(const OpDesc &op, const Plan &p, int rule) {
   const IndexRule &r = op.index_rules[static_cast<size_t>(rule)];
-  const Sizes z{
-      .tokens = p.T, .experts = p.E, .hidden = p.H, .top_k = p.K, .capacity = p.C, .rows = p.R};
+  const Sizes z{.tokens = p.T,
+                .experts = p.E,
+                .hidden = p.H,
+                .top_k = p.K,
+                .capacity = p.C,
+                .rows = p.R,
+                .chunks = p.S};
   if (p.drop_and_pad)
     return {size_of(z, r.drop_and_pad_bound), r.drop_and_pad_allows_minus_one, r.unique};
   return {size_of(z, r.dropless_bound), r.dropless_allows_minus_one, r.unique};

@@ -14,6 +14,7 @@ int64_t size_of(const Sizes &z, Sym s) {
     case Sym::R: return z.rows;
     case Sym::K: return z.top_k;
     case Sym::C: return z.capacity;
+    case Sym::S: return z.chunks;
     case Sym::free: break;
   }
   return -1;

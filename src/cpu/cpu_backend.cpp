@@ -110,6 +110,17 @@ Status prepare_ragged_unpermute_grad(Plan &p) {
   return Status::success();
 }
 
+// sort_chunks (both directions): writes [T, H]; the chunks' starts and sorted_index's
+// uniqueness check.
+Status prepare_sort_chunks(Plan &p) {
+  p.stream_stores = streams(p, p.T);
+  p.ws_slot[cpu::kSlotChunkStarts] =
+      p.workspace.add("chunk_starts", static_cast<uint64_t>(2 * p.S + 1) * sizeof(int64_t));
+  p.ws_slot[cpu::kSlotFirstNamed] =
+      p.workspace.add("first_named", static_cast<uint64_t>(p.S) * sizeof(int64_t));
+  return Status::success();
+}
+
 using CpuKernel = Status (*)(const Plan &, const Buffers &, std::byte *);
 
 constexpr KernelTable<CpuKernel> kKernels{
@@ -126,6 +137,8 @@ constexpr KernelTable<CpuKernel> kKernels{
      {prepare_ragged_permute_grad, cpu::ragged_permute_grad, cpu::ragged_permute_grad}},
     {Op::ragged_unpermute_grad,
      {prepare_ragged_unpermute_grad, cpu::ragged_unpermute_grad, cpu::ragged_unpermute_grad}},
+    {Op::sort_chunks, {prepare_sort_chunks, cpu::sort_chunks, cpu::sort_chunks}},
+    {Op::sort_chunks_grad, {prepare_sort_chunks, cpu::sort_chunks, cpu::sort_chunks}},
 };
 static_assert(kKernels.lists_every_op(), "the CPU backend needs a line for every Op");
 

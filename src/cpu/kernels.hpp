@@ -30,6 +30,8 @@ inline constexpr int kSlotSlotValues = 3;
 // int64 [blocks * E + E + 1]: per-block column counts, then each expert's first row (the
 // ragged unpermute, drop-less with probs; beside the token CSR, hence a slot of its own).
 inline constexpr int kSlotExpertFirst = 4;
+// int64 [2S + 1]: sort_chunks' input chunk starts [S], then the sorted chunks' starts [S + 1].
+inline constexpr int kSlotChunkStarts = 0;
 inline constexpr int kSlotCount = 5;
 static_assert(kSlotCount <= WorkspaceLayout::kMaxSlots, "the CPU backend's slots must fit");
 
@@ -90,6 +92,8 @@ Status ragged_permute(const Plan &p, const Buffers &b, std::byte *ws);    // bot
 Status ragged_unpermute(const Plan &p, const Buffers &b, std::byte *ws);  // both modes
 Status ragged_permute_grad(const Plan &p, const Buffers &b, std::byte *ws);
 Status ragged_unpermute_grad(const Plan &p, const Buffers &b, std::byte *ws);
+// Both directions: the plan's operator (sort_chunks or sort_chunks_grad) picks.
+Status sort_chunks(const Plan &p, const Buffers &b, std::byte *ws);
 
 // Writes +0 to every element of the probs output, whichever role it has (the [R] permuted
 // probs of the forward, the [T, E] dense probs of the backward).

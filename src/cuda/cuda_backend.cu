@@ -102,6 +102,8 @@ constexpr detail::KernelTable<CudaKernel> kKernels{
     {detail::Op::ragged_unpermute, detail::kNotImplemented},
     {detail::Op::ragged_permute_grad, detail::kNotImplemented},
     {detail::Op::ragged_unpermute_grad, detail::kNotImplemented},
+    {detail::Op::sort_chunks, detail::kNotImplemented},
+    {detail::Op::sort_chunks_grad, detail::kNotImplemented},
 };
 static_assert(kKernels.lists_every_op(), "the CUDA backend needs a line for every Op");
 

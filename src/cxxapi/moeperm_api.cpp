@@ -42,7 +42,7 @@ TensorDesc TensorDesc::contiguous(DType dtype, std::vector<int64_t> shape) {
 
 uint64_t Plan::workspace_bytes() const noexcept { return detail::workspace_bytes(*impl_); }
 Sizes Plan::sizes() const noexcept {
-  return Sizes{impl_->T, impl_->E, impl_->H, impl_->K, impl_->C, impl_->R};
+  return Sizes{impl_->T, impl_->E, impl_->H, impl_->K, impl_->C, impl_->R, impl_->S};
 }
 bool Plan::drop_and_pad() const noexcept { return impl_->drop_and_pad; }
 Operator Plan::op() const noexcept { return static_cast<Operator>(impl_->op); }

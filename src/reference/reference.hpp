@@ -16,5 +16,7 @@ Status ragged_permute(const Plan &plan, const Buffers &buffers);    // docs/ragg
 Status ragged_unpermute(const Plan &plan, const Buffers &buffers);  // docs/ragged.md
 Status ragged_permute_grad(const Plan &plan, const Buffers &buffers);
 Status ragged_unpermute_grad(const Plan &plan, const Buffers &buffers);
+// Both directions: the plan's operator (sort_chunks or sort_chunks_grad) picks.
+Status sort_chunks(const Plan &plan, const Buffers &buffers);  // core/ops/sort_chunks.cpp
 
 }  // namespace moeperm::detail::ref

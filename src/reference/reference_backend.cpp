@@ -23,6 +23,8 @@ constexpr KernelTable<RefKernel> kKernels{
      {.dropless = ref::ragged_permute_grad, .drop_and_pad = ref::ragged_permute_grad}},
     {Op::ragged_unpermute_grad,
      {.dropless = ref::ragged_unpermute_grad, .drop_and_pad = ref::ragged_unpermute_grad}},
+    {Op::sort_chunks, {.dropless = ref::sort_chunks, .drop_and_pad = ref::sort_chunks}},
+    {Op::sort_chunks_grad, {.dropless = ref::sort_chunks, .drop_and_pad = ref::sort_chunks}},
 };
 static_assert(kKernels.lists_every_op(), "the reference needs a line for every Op");
 

@@ -67,6 +67,8 @@ constexpr KernelTable<FakeKernel> kFakeKernels{
     {Op::ragged_unpermute, kNotImplemented},
     {Op::ragged_permute_grad, kNotImplemented},
     {Op::ragged_unpermute_grad, kNotImplemented},
+    {Op::sort_chunks, kNotImplemented},
+    {Op::sort_chunks_grad, kNotImplemented},
 };
 static_assert(kFakeKernels.lists_every_op());
 
