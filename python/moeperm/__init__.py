@@ -31,6 +31,7 @@ from . import _api
 from ._ragged_api import (infer_ragged_permute_outputs, infer_ragged_unpermute_outputs,
                           ragged_permute, ragged_permute_grad, ragged_unpermute,
                           ragged_unpermute_grad)
+from ._sort_chunks_api import infer_sort_chunks_outputs, sort_chunks, sort_chunks_grad
 
 __all__ = ["permute_with_routing_map", "permute_with_routing_map_grad",
            "unpermute_with_routing_map", "unpermute_with_routing_map_all",
@@ -38,12 +39,13 @@ __all__ = ["permute_with_routing_map", "permute_with_routing_map_grad",
            "infer_permute_grad_outputs", "infer_unpermute_outputs",
            "infer_unpermute_grad_outputs", "ragged_permute", "ragged_unpermute",
            "ragged_permute_grad", "ragged_unpermute_grad",
-           "infer_ragged_permute_outputs", "infer_ragged_unpermute_outputs", "Error",
+           "infer_ragged_permute_outputs", "infer_ragged_unpermute_outputs", "sort_chunks",
+           "sort_chunks_grad", "infer_sort_chunks_outputs", "Error",
            "InvalidArgumentError", "OperatorError", "cuda_built", "cuda_device_count",
            "get_num_threads", "set_num_threads", "__version__"]
 
 # The package's modules import in one direction only: this file -> megatron / torch
-# (lazily) -> _ragged_api -> _api -> _moeperm (tests/structure/check_structure.sh checks that no import goes round).
+# (lazily) -> _ragged_api / _sort_chunks_api -> _api -> _moeperm (tests/structure/check_structure.sh checks that no import goes round).
 
 
 def permute_with_routing_map(tokens, routing_map, probs=None, num_out_tokens=None,

@@ -1,5 +1,6 @@
-"""Megatron-core's token permutation on moeperm: ``permute`` and ``unpermute`` with the
-signatures and semantics of ``megatron.core.transformer.moe.moe_utils``, and ``patch()``,
+"""Megatron-core's token permutation on moeperm: ``permute``, ``unpermute`` and
+``sort_chunks_by_idxs`` with the signatures and semantics of
+``megatron.core.transformer.moe.moe_utils``, and ``patch()``,
 which puts them wherever Megatron-core has bound its own (its token dispatchers import the
 names directly), as MindSpeed's fused-permute feature does for torch_npu:
 
@@ -7,9 +8,12 @@ names directly), as MindSpeed's fused-permute feature does for torch_npu:
     with moeperm.megatron.patch():   # or moeperm.megatron.patch() ... moeperm.megatron.unpatch()
         output = moe_layer(hidden_states)
 
-Both are differentiable (moeperm._torch_ragged) and built on the ragged operators
-(docs/ragged.md): any number of experts per token, any float probs dtype
+All are differentiable (moeperm._torch_ragged). permute and unpermute are built on the
+ragged operators (docs/ragged.md): any number of experts per token, any float probs dtype
 (``moe_router_dtype``) with any token dtype, bool / int8 / uint8 / int32 maps.
+sort_chunks_by_idxs (expert parallelism's sort of the all-to-all's chunks by local expert)
+is the sort_chunks operator (docs/sort_chunks.md): pure copies, so equal to Megatron's bit
+for bit.
 
 Differences from Megatron's unfused functions, all deliberate:
   * ``fused`` is accepted and ignored: these are the fused path.
@@ -20,16 +24,17 @@ Differences from Megatron's unfused functions, all deliberate:
     nonzeros (its router pads the map); there both agree bit for bit. Where a column has
     fewer, Megatron fills the spare rows with tokens the expert was not routed; moeperm
     leaves them empty (index -1, zeros), so no unrelated token reaches the expert.
-``sort_chunks_by_idxs`` is not replaced yet (issue 13's chunk sort).
 """
 
+import math
 import sys
 
 import torch
 
-from ._torch_ragged import RaggedPermute, RaggedUnpermute
+from ._sort_chunks_api import _chunk_index
+from ._torch_ragged import RaggedPermute, RaggedUnpermute, SortChunks
 
-__all__ = ["permute", "unpermute", "patch", "unpatch"]
+__all__ = ["permute", "unpermute", "sort_chunks_by_idxs", "patch", "unpatch"]
 
 
 def permute(tokens, routing_map, probs=None, num_out_tokens=None, fused=False,
@@ -64,7 +69,29 @@ def unpermute(permuted_tokens, sorted_indices, restore_shape, probs=None, routin
                                  bool(drop_and_pad))
 
 
-_REPLACED = ("permute", "unpermute")
+def sort_chunks_by_idxs(input, split_sizes, sorted_idxs, probs=None, fused=False):
+    """megatron.core.transformer.moe.moe_utils.sort_chunks_by_idxs on moeperm: input's rows
+    split into chunks of split_sizes rows and put in the order sorted_idxs gives, probs
+    (any shape [N, ...], any float dtype) with them. Returns (output, permuted_probs or
+    None)."""
+    del fused  # moeperm is the fused path
+    api = "moeperm.megatron.sort_chunks_by_idxs"
+    sizes = _chunk_index(api, "split_sizes", split_sizes, input)
+    order = _chunk_index(api, "sorted_idxs", sorted_idxs, input)
+    rows = input.shape[0]
+    # The operator sorts [N, H] rows; other shapes are sorted as rows of their trailing
+    # elements, and probs other than [N] as rows of their own.
+    x = input.reshape(rows, math.prod(input.shape[1:]))
+    flat_probs = probs is not None and probs.dim() == 1
+    out, out_probs = SortChunks.apply(x, sizes, order, probs if flat_probs else None)
+    if probs is not None and not flat_probs:
+        out_probs, _ = SortChunks.apply(probs.reshape(rows, math.prod(probs.shape[1:])), sizes,
+                                        order, None)
+        out_probs = out_probs.reshape(probs.shape)
+    return out.reshape(input.shape), out_probs
+
+
+_REPLACED = ("permute", "unpermute", "sort_chunks_by_idxs")
 _active = []  # the live patches, innermost last
 
 
@@ -91,13 +118,14 @@ class _Patch:
 
 
 def patch():
-    """Replaces Megatron-core's moe_utils.permute and unpermute with moeperm's in moe_utils
+    """Replaces Megatron-core's moe_utils.permute, unpermute and sort_chunks_by_idxs with
+    moeperm's in moe_utils
     and in every loaded megatron module that bound them by name (the token dispatchers are
     imported first, so theirs are among them). Returns a handle; use it as a context
     manager, or call unpatch()."""
     from megatron.core.transformer.moe import moe_utils
     import megatron.core.transformer.moe.token_dispatcher  # noqa: F401  (binds the names)
-    ours = {"permute": permute, "unpermute": unpermute}
+    ours = {"permute": permute, "unpermute": unpermute, "sort_chunks_by_idxs": sort_chunks_by_idxs}
     originals = {name: getattr(moe_utils, name) for name in _REPLACED}
     replaced = []
     for module_name, module in list(sys.modules.items()):

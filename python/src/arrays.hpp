@@ -114,5 +114,6 @@ OutputList output_list(std::initializer_list<NamedOutput> outputs);
 // The unpermute pair's functions on the module (unpermute_bindings.cpp).
 void bind_unpermute(nb::module_ &m);
 void bind_ragged(nb::module_ &m);
+void bind_sort_chunks(nb::module_ &m);
 
 }  // namespace moeperm_py

@@ -270,6 +270,7 @@ NB_MODULE(_moeperm, m) {
         "The Grad's outputs for inputs given as (dtype name, shape), as infer_permute.");
   moeperm_py::bind_unpermute(m);
   moeperm_py::bind_ragged(m);
+  moeperm_py::bind_sort_chunks(m);
   m.attr("__version__") = MOEPERM_VERSION;
   m.def("cuda_built", &moeperm::cuda_built, "Whether this moeperm contains the CUDA backend");
   m.def("cuda_device_count", &moeperm::cuda_device_count,

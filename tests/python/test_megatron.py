@@ -234,11 +234,15 @@ def test_fewer_rows_than_pairs_and_padding_rows():
 def test_patch_replaces_every_binding_and_unpatch_restores_them():
     original = (moe_utils.permute, moe_utils.unpermute, token_dispatcher.permute,
                 token_dispatcher.unpermute)
+    original_sort = (moe_utils.sort_chunks_by_idxs, token_dispatcher.sort_chunks_by_idxs)
     with mm.patch() as handle:
         assert moe_utils.permute is mm.permute and moe_utils.unpermute is mm.unpermute
         assert token_dispatcher.permute is mm.permute
         assert token_dispatcher.unpermute is mm.unpermute
-        assert len(handle.replaced) >= 4
+        assert moe_utils.sort_chunks_by_idxs is mm.sort_chunks_by_idxs
+        assert token_dispatcher.sort_chunks_by_idxs is mm.sort_chunks_by_idxs
+        assert len(handle.replaced) >= 6
+    assert (moe_utils.sort_chunks_by_idxs, token_dispatcher.sort_chunks_by_idxs) == original_sort
     assert (moe_utils.permute, moe_utils.unpermute, token_dispatcher.permute,
             token_dispatcher.unpermute) == original
     mm.patch()
