@@ -45,6 +45,8 @@ struct CaseResult {
   OpResult unpermute, unpermute_grad;
   // The ragged pair (docs/ragged.md) on the same problem, where the device's backend has it.
   OpResult ragged_permute, ragged_unpermute, ragged_unpermute_grad, ragged_permute_grad;
+  // The chunk sort (docs/sort_chunks.md) of the ragged permute's rows, and its Grad.
+  OpResult sort_chunks, sort_chunks_grad;
 };
 
 // The standard suites: "named" (DeepSeek-like, Mixtral-like, CANN's sample),

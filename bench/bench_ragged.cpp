@@ -7,7 +7,48 @@ problem_model::HostTensor tensor_for(const TensorDesc &d) {
   return problem_model::make_tensor(d.dtype, d.shape);
 }
 
+// The chunk sort of the ragged permute's rows and its Grad (RaggedPath).
+void add_sort_chunks(problem_model::Problem &p, RaggedPath &r) {
+  const problem_model::ProblemSpec &s = p.spec;
+  const int64_t R = r.permute.permuted_tokens.shape[0], E = s.E, ranks = E % 8 == 0 ? 8 : 1;
+  r.sizes = problem_model::make_tensor(DType::i32, {E});
+  r.order = problem_model::make_tensor(DType::i32, {E});
+  for (int64_t c = 0; c < E; ++c) {
+    r.sizes.set(c, static_cast<double>(R * (c + 1) / E - R * c / E));
+    // Chunk c is (rank c / (E / ranks), local expert c % (E / ranks)); sorted by local expert.
+    const int64_t local = E / ranks, j = c;
+    r.order.set(j, static_cast<double>((j % ranks) * local + j / ranks));
+  }
+  const bool probs = s.with_probs;
+  SortChunksDesc &d = r.sort;
+  d.tokens = r.permute.permuted_tokens;
+  d.split_sizes = r.sizes.desc;
+  d.sorted_index = r.order.desc;
+  if (probs) d.probs = *r.permute.permuted_probs, d.sorted_probs = d.probs;
+  d = infer_outputs(d);
+  r.sorted = tensor_for(d.sorted_tokens);
+  if (probs) r.sorted_p = tensor_for(*d.sorted_probs);
+  r.sort_data = {r.y.data(),      r.sizes.data(),
+                 r.order.data(),  probs ? r.yp.data() : nullptr,
+                 r.sorted.data(), probs ? r.sorted_p.data() : nullptr};
+  SortChunksGradDesc &g = r.sort_grad;
+  g = {p.grad.desc,    d.split_sizes,
+       d.sorted_index, probs ? p.probs_grad.desc : std::optional<TensorDesc>{},
+       d.tokens,       probs ? p.probs_grad.desc : std::optional<TensorDesc>{}};
+  g = infer_outputs(g);
+  r.back = tensor_for(g.tokens_grad);
+  if (probs) r.back_p = tensor_for(*g.probs_grad);
+  r.sort_grad_data = {p.grad.data(),  r.sizes.data(),
+                      r.order.data(), probs ? p.probs_grad.data() : nullptr,
+                      r.back.data(),  probs ? r.back_p.data() : nullptr};
+}
+
 }  // namespace
+
+int64_t sort_chunks_bytes(const problem_model::ProblemSpec &s) {
+  const int64_t b = element_size(s.dtype), bp = element_size(s.probs_dtype), R = s.rows();
+  return 2 * R * s.H * b + (s.with_probs ? 2 * R * bp : 0) + 2 * 4 * s.E;
+}
 
 RaggedPath make_ragged_path(problem_model::Problem &p, problem_model::UnpermuteTensors &u) {
   const problem_model::ProblemSpec &s = p.spec;
@@ -16,7 +57,8 @@ RaggedPath make_ragged_path(problem_model::Problem &p, problem_model::UnpermuteT
   RaggedPermuteDesc &f = r.permute;
   f.tokens = p.tokens.desc;
   f.routing_map = p.routing_map.desc;
-  if (probs) f.probs = p.probs.desc, f.permuted_probs = TensorDesc::contiguous(p.probs.desc.dtype, {});
+  if (probs)
+    f.probs = p.probs.desc, f.permuted_probs = TensorDesc::contiguous(p.probs.desc.dtype, {});
   f.num_out_tokens = s.num_out_tokens();
   f.drop_and_pad = s.drop_and_pad;
   f = infer_outputs(f);
@@ -74,6 +116,7 @@ RaggedPath make_ragged_path(problem_model::Problem &p, problem_model::UnpermuteT
   r.permute_grad_data = {p.grad.data(), probs ? p.probs_grad.data() : nullptr,
                          r.s.data(),    probs ? p.routing_map.data() : nullptr,
                          r.tg.data(),   probs ? r.pg.data() : nullptr};
+  add_sort_chunks(p, r);
   return r;
 }
 

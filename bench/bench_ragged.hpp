@@ -20,7 +20,18 @@ struct RaggedPath {
   RaggedUnpermuteData unpermute_data;
   RaggedUnpermuteGradData unpermute_grad_data;
   RaggedPermuteGradData permute_grad_data;
+  // Expert parallelism's chunk sort (docs/sort_chunks.md) of the ragged permute's rows: E
+  // chunks of R/E rows (+-1) as 8 ranks x E/8 local experts (1 x E when E % 8 != 0), sorted
+  // by local expert; the Grad puts the problem's gradients back.
+  problem_model::HostTensor sizes, order, sorted, sorted_p, back, back_p;
+  SortChunksDesc sort;
+  SortChunksGradDesc sort_grad;
+  SortChunksData sort_data;
+  SortChunksGradData sort_grad_data;
 };
+
+// Bytes one chunk sort moves: R rows read and written (and their probs), the chunk tables.
+int64_t sort_chunks_bytes(const problem_model::ProblemSpec &s);
 
 // Outputs allocated (poisoned) from the shapes the library infers; `p` and `u` must outlive
 // the path (their tensors are its inputs).

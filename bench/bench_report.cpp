@@ -62,6 +62,8 @@ void print_table(std::ostream &out, const std::vector<CaseResult> &results) {
     row(out, r, "ragged perm Grd", r.ragged_permute_grad);
     row(out, r, "ragged unperm", r.ragged_unpermute);
     row(out, r, "ragged unp Grad", r.ragged_unpermute_grad);
+    row(out, r, "sort chunks", r.sort_chunks);
+    row(out, r, "sort chunks Grd", r.sort_chunks_grad);
   }
 }
 
@@ -85,7 +87,9 @@ void write_json(std::ostream &out, const std::vector<CaseResult> &results, const
           std::pair{"ragged_permute", &r.ragged_permute},
           std::pair{"ragged_permute_grad", &r.ragged_permute_grad},
           std::pair{"ragged_unpermute", &r.ragged_unpermute},
-          std::pair{"ragged_unpermute_grad", &r.ragged_unpermute_grad}})
+          std::pair{"ragged_unpermute_grad", &r.ragged_unpermute_grad},
+          std::pair{"sort_chunks", &r.sort_chunks},
+          std::pair{"sort_chunks_grad", &r.sort_chunks_grad}})
       if (op->measured) {
         out << ",\n     \"" << key << "\": ";
         json_op(out, *op);

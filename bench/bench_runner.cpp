@@ -87,7 +87,7 @@ CaseResult run_case(const Case &c, const Options &o) {
   // The token path's order: each operator reads what the one before it wrote; then the
   // ragged pair's token path on the same problem.
   std::vector<Timed> ops;
-  ops.reserve(8);
+  ops.reserve(10);
   auto add = [&](auto planner, const auto &data, OpResult *result, int64_t bytes) {
     ops.emplace_back([planner](Backend be) { return planner(PlanOptions{be}); },
                      [&data](const Plan &pl, std::span<std::byte> ws) { run(pl, data, ws); },
@@ -114,6 +114,10 @@ CaseResult run_case(const Case &c, const Options &o) {
       rp.unpermute_grad_data, &res.ragged_unpermute_grad, problem_model::unpermute_grad_bytes(s));
   add([&](PlanOptions po) { return plan_ragged_permute_grad(rp.permute_grad, po); },
       rp.permute_grad_data, &res.ragged_permute_grad, problem_model::permute_grad_bytes(s));
+  add([&](PlanOptions po) { return plan_sort_chunks(rp.sort, po); }, rp.sort_data, &res.sort_chunks,
+      sort_chunks_bytes(s));
+  add([&](PlanOptions po) { return plan_sort_chunks_grad(rp.sort_grad, po); }, rp.sort_grad_data,
+      &res.sort_chunks_grad, sort_chunks_bytes(s));
   res.plan = ops[3].plan.to_string();
 
   for (int i = 0; i < o.warmup; ++i)

@@ -102,7 +102,8 @@ Times the operators of the token path (the CPU backend, through the C++ API: pla
 built once, as a training loop would) on the SPEC §7 shapes: each iteration runs permute,
 unpermute (identity experts, with probs), unpermute Grad (with the probs gradient) and
 permute Grad, each reading what the one before it wrote, then the same path through the
-ragged pair (Megatron-LM's semantics, docs/ragged.md). For each case and operator it
+ragged pair (Megatron-LM's semantics, docs/ragged.md) and the chunk sort of its rows and
+its Grad (expert parallelism's sort by local expert, docs/sort_chunks.md). For each case and operator it
 reports the median of the timed runs after warm-up, the bytes one call must move at least
 (reads + writes), the effective GB/s, and the ratio to a multi-threaded memcpy that moves
 the same number of bytes (copies half of them), timed in the same run right after the
