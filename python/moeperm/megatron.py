@@ -8,7 +8,8 @@ names directly), as MindSpeed's fused-permute feature does for torch_npu:
     with moeperm.megatron.patch():   # or moeperm.megatron.patch() ... moeperm.megatron.unpatch()
         output = moe_layer(hidden_states)
 
-All are differentiable (moeperm._torch_ragged). permute and unpermute are built on the
+All are differentiable, and torch.compile(fullgraph=True) traces them: they are the custom
+operators torch.ops.moeperm.ragged_* and sort_chunks (moeperm._torch_ragged_ops). permute and unpermute are built on the
 ragged operators (docs/ragged.md): any number of experts per token, any float probs dtype
 (``moe_router_dtype``) with any token dtype, bool / int8 / uint8 / int32 maps.
 sort_chunks_by_idxs (expert parallelism's sort of the all-to-all's chunks by local expert)
@@ -31,8 +32,7 @@ import sys
 
 import torch
 
-from ._sort_chunks_api import _chunk_index
-from ._torch_ragged import RaggedPermute, RaggedUnpermute, SortChunks
+from ._torch_ragged_ops import ragged_permute, ragged_unpermute, sort_chunks
 
 __all__ = ["permute", "unpermute", "sort_chunks_by_idxs", "patch", "unpatch"]
 
@@ -50,7 +50,7 @@ def permute(tokens, routing_map, probs=None, num_out_tokens=None, fused=False,
     else:
         drop_and_pad = False
         rows = int(torch.count_nonzero(routing_map))
-    return RaggedPermute.apply(tokens, routing_map, probs, rows, bool(drop_and_pad))
+    return ragged_permute(tokens, routing_map, probs, rows, bool(drop_and_pad))
 
 
 def unpermute(permuted_tokens, sorted_indices, restore_shape, probs=None, routing_map=None,
@@ -64,9 +64,8 @@ def unpermute(permuted_tokens, sorted_indices, restore_shape, probs=None, routin
                          "(Megatron's rule: it says which expert each row belongs to)")
     if sorted_indices.dtype != torch.int32:
         sorted_indices = sorted_indices.to(torch.int32)
-    return RaggedUnpermute.apply(permuted_tokens, sorted_indices,
-                                 [int(d) for d in restore_shape], probs, routing_map,
-                                 bool(drop_and_pad))
+    return ragged_unpermute(permuted_tokens, sorted_indices, restore_shape, probs, routing_map,
+                            bool(drop_and_pad))
 
 
 def sort_chunks_by_idxs(input, split_sizes, sorted_idxs, probs=None, fused=False):
@@ -75,18 +74,17 @@ def sort_chunks_by_idxs(input, split_sizes, sorted_idxs, probs=None, fused=False
     (any shape [N, ...], any float dtype) with them. Returns (output, permuted_probs or
     None)."""
     del fused  # moeperm is the fused path
-    api = "moeperm.megatron.sort_chunks_by_idxs"
-    sizes = _chunk_index(api, "split_sizes", split_sizes, input)
-    order = _chunk_index(api, "sorted_idxs", sorted_idxs, input)
+    sizes = torch.as_tensor(split_sizes, device=input.device)
+    order = torch.as_tensor(sorted_idxs, device=input.device)
     rows = input.shape[0]
     # The operator sorts [N, H] rows; other shapes are sorted as rows of their trailing
     # elements, and probs other than [N] as rows of their own.
     x = input.reshape(rows, math.prod(input.shape[1:]))
     flat_probs = probs is not None and probs.dim() == 1
-    out, out_probs = SortChunks.apply(x, sizes, order, probs if flat_probs else None)
+    out, out_probs = sort_chunks(x, sizes, order, probs if flat_probs else None)
     if probs is not None and not flat_probs:
-        out_probs, _ = SortChunks.apply(probs.reshape(rows, math.prod(probs.shape[1:])), sizes,
-                                        order, None)
+        out_probs, _ = sort_chunks(probs.reshape(rows, math.prod(probs.shape[1:])), sizes, order,
+                                   None)
         out_probs = out_probs.reshape(probs.shape)
     return out.reshape(input.shape), out_probs
 

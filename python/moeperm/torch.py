@@ -2,9 +2,11 @@
 
 ``permute_with_routing_map(tokens, routing_map, probs=None, num_out_tokens=None,
 drop_and_pad=False)`` is differentiable in ``tokens`` and ``probs``; its backward is moeperm's
-Grad operator (aclnnMoeTokenPermuteWithRoutingMapGrad). ``moe_permute_with_probs(inp, probs,
-routing_map, num_out_tokens=-1)`` has the call shape of TransformerEngine's / MindSpeed's
-routing-map permute, for Megatron's fused-permute path.
+Grad operator (aclnnMoeTokenPermuteWithRoutingMapGrad).
+
+TransformerEngine's names, with its semantics (moeperm._torch_te; Megatron's
+``--moe-permute-fusion`` path): ``moe_permute``, ``moe_permute_with_probs``,
+``moe_unpermute``, ``moe_sort_chunks_by_index`` and ``moe_sort_chunks_by_index_with_probs``.
 
 With PyTorch >= 2.4 both go through the custom operators ``torch.ops.moeperm.
 permute_with_routing_map`` and ``torch.ops.moeperm.permute_with_routing_map_grad``
@@ -27,11 +29,16 @@ import torch
 from . import _api
 from ._torch_common import CUSTOM_OPS as _CUSTOM_OPS
 from ._torch_common import empty_like_outputs as _empty_like_outputs
+from ._torch_te import (moe_permute, moe_permute_and_pad_with_probs, moe_permute_with_probs,
+                        moe_sort_chunks_by_index, moe_sort_chunks_by_index_with_probs,
+                        moe_unpermute)
 from ._torch_unpermute import (UnpermuteWithRoutingMap, npu_moe_token_unpermute_with_routing_map,
                                unpermute_with_routing_map_all, unpermute_with_routing_map_grad)
 
 __all__ = ["permute_with_routing_map", "permute_with_routing_map_grad",
-           "moe_permute_with_probs", "PermuteWithRoutingMap", "custom_ops_registered",
+           "PermuteWithRoutingMap", "custom_ops_registered", "moe_permute",
+           "moe_permute_with_probs", "moe_unpermute", "moe_sort_chunks_by_index",
+           "moe_sort_chunks_by_index_with_probs", "moe_permute_and_pad_with_probs",
            "npu_moe_token_unpermute_with_routing_map", "unpermute_with_routing_map",
            "unpermute_with_routing_map_all", "unpermute_with_routing_map_grad",
            "UnpermuteWithRoutingMap"]
@@ -181,17 +188,6 @@ def permute_with_routing_map(tokens, routing_map, probs=None, num_out_tokens=Non
     permuted, permuted_probs, sorted_indices = _permute_op(tokens, routing_map, probs, n,
                                                            bool(drop_and_pad))
     return permuted, (permuted_probs if probs is not None else None), sorted_indices
-
-
-def moe_permute_with_probs(inp, probs, routing_map, num_out_tokens=-1, drop_and_pad=False):
-    """TransformerEngine's / MindSpeed's moe_permute_with_probs (routing-map variant).
-
-    Returns (permuted_tokens, permuted_probs, sorted_indices). num_out_tokens < 0 (the
-    default, -1) means no token is dropped, as in TransformerEngine.
-    """
-    if num_out_tokens is not None and num_out_tokens < 0:
-        num_out_tokens = None
-    return permute_with_routing_map(inp, routing_map, probs, num_out_tokens, drop_and_pad)
 
 
 def permute_with_routing_map_grad(permuted_tokens_grad, permuted_probs_grad, sorted_indices,

@@ -138,7 +138,7 @@ def test_errors_name_the_operator_and_write_nothing():
         moeperm.sort_chunks(x, [3, -1, 4, 1], [0, 1, 2, 3])
     with pytest.raises(ValueError, match=r"sorted_index\[2\] = 2 names the same chunk"):
         moeperm.sort_chunks(x, [3, 0, 3, 1], [2, 1, 2, 3])
-    with pytest.raises(ValueError, match=r"sorted_idxs holds values outside int32"):
+    with pytest.raises(ValueError, match=r"sort_chunks: sorted_index holds values outside int32"):
         mm.sort_chunks_by_idxs(x, torch.tensor([7]), torch.tensor([2**40]))
     with pytest.raises(ValueError, match="split_sizes must hold integers"):
         moeperm.sort_chunks(x, torch.tensor([7.0]), [0])

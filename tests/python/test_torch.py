@@ -1,6 +1,7 @@
-"""moeperm.torch: autograd (the custom operator and the plain autograd.Function), the
-TransformerEngine / MindSpeed call shape, torch.compile, and a training step of a tiny
-two-expert MoE layer whose gradients match the pure-PyTorch (Megatron unfused) layer."""
+"""moeperm.torch: autograd (the custom operator and the plain autograd.Function),
+torch.compile, and a training step of a tiny
+two-expert MoE layer whose gradients match the pure-PyTorch (Megatron unfused) layer.
+TransformerEngine's names (moe_permute_with_probs & co.) are test_te_names.py's."""
 
 import pytest
 import torch
@@ -88,20 +89,6 @@ def test_gradients_when_only_one_output_reaches_the_loss(path):
     _, want_probs_grad = direct_grads(case, s)
     assert torch.equal(tokens_grad, torch.zeros_like(case["tokens"]))
     assert torch.equal(probs_grad, want_probs_grad)
-
-
-def test_moe_permute_with_probs_has_transformer_engines_call_shape():
-    case = differentiable_case(3, False, "f32")
-    inp, probs, routing_map = case["tokens"], case["probs"], case["routing_map"]
-    # TransformerEngine: moe_permute_with_probs(inp, probs, routing_map, num_out_tokens=-1).
-    permuted, permuted_probs, s = mt.moe_permute_with_probs(inp, probs, routing_map)
-    top_k = int(routing_map.sum(1).max())
-    ref = megatron_permute(inp.detach(), routing_map, probs.detach(), inp.shape[0] * top_k, False)
-    assert torch.equal(permuted.detach(), ref[0]) and torch.equal(permuted_probs.detach(), ref[1])
-    assert torch.equal(s.long(), ref[2])
-    out = mt.moe_permute_with_probs(inp, probs, routing_map, num_out_tokens=case["num_out_tokens"])
-    assert all(torch.equal(a, b) for a, b in zip(out, mt.permute_with_routing_map(
-        inp, routing_map, probs, case["num_out_tokens"])))
 
 
 def test_no_grad_mode_returns_plain_tensors():
