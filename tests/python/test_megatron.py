@@ -8,8 +8,8 @@ and patch() / unpatch() where Megatron binds the names.
 The permute moves data: its outputs must equal Megatron's bit for bit. The unpermute sums:
 moeperm adds in float32 and rounds once, so it is compared with Megatron's formula run in
 float64 on the same inputs, within half an output ulp plus float32's accumulation error.
-Megatron-core's MoE layer and token dispatchers need CUDA (and parallel_state on GPUs) to be
-built, so they are not run here: the boundary is moe_utils, where they call in.
+Megatron-core's own AlltoAll token dispatcher runs under the patch in
+test_megatron_dispatcher.py (two processes, gloo, CPU stand-ins for its CUDA streams).
 """
 
 import warnings
