@@ -30,21 +30,6 @@
 namespace moeperm::testing {
 namespace {
 
-struct Outcome {
-  Code code = Code::ok;
-  std::string message;
-};
-
-template <class F>
-Outcome outcome_of(F &&f) {
-  try {
-    f();
-  } catch (const Error &e) {
-    return {e.code(), e.what()};
-  }
-  return {};
-}
-
 // One call: its tensors (inputs first), which are outputs, and how to plan and run it.
 struct Call {
   std::string api;
@@ -245,7 +230,7 @@ Call sort_chunks_call(Maker &m, bool grad) {
   return c;
 }
 
-void expect_same_failure(const Outcome &got, const Outcome &want, const std::string &where) {
+void expect_same_failure(const Failure &got, const Failure &want, const std::string &where) {
   EXPECT_EQ(got.code, want.code) << where << ": " << got.message;
   EXPECT_EQ(got.message, want.message) << where;
 }
@@ -258,17 +243,17 @@ Result check_call(Call &c, int call) {
   const std::string where = c.api + " call " + std::to_string(call);
   const std::vector<Buf> before = c.bufs;
   std::optional<Plan> ref_plan;
-  const Outcome planned = outcome_of([&] { ref_plan = c.plan(c.bufs, Backend::reference); });
+  const Failure planned = failure_of([&] { ref_plan = c.plan(c.bufs, Backend::reference); });
   if (!ref_plan) {
     EXPECT_TRUE(planned.code == Code::null_pointer || planned.code == Code::invalid_param)
         << where << ": " << planned.message;
     EXPECT_EQ(planned.message.rfind(c.api + ": ", 0), 0u) << where << ": " << planned.message;
-    expect_same_failure(outcome_of([&] { c.plan(c.bufs, Backend::cpu); }), planned, where);
+    expect_same_failure(failure_of([&] { c.plan(c.bufs, Backend::cpu); }), planned, where);
     return Result::plan_failed;
   }
   std::vector<Buf> want = before;
   std::vector<std::byte> ws(ref_plan->workspace_bytes());
-  const Outcome ran = outcome_of([&] { c.run(*ref_plan, want, ws); });
+  const Failure ran = failure_of([&] { c.run(*ref_plan, want, ws); });
   for (size_t i = 0; i < want.size(); ++i) {
     if (!c.is_output[i] || ran.code != Code::ok) {
       EXPECT_EQ(want[i].bytes, before[i].bytes) << where << ": tensor " << i << " written";
@@ -282,11 +267,11 @@ Result check_call(Call &c, int call) {
     const ScopedConfig scope(cfg);
     std::vector<Buf> got = before;
     std::optional<Plan> plan;
-    const Outcome p = outcome_of([&] { plan = c.plan(got, cfg.backend()); });
+    const Failure p = failure_of([&] { plan = c.plan(got, cfg.backend()); });
     EXPECT_EQ(p.code, Code::ok) << where << " on " << config_name(cfg) << ": " << p.message;
     if (!plan) return Result::plan_failed;
     std::vector<std::byte> w(plan->workspace_bytes());
-    const Outcome r = outcome_of([&] { c.run(*plan, got, w); });
+    const Failure r = failure_of([&] { c.run(*plan, got, w); });
     expect_same_failure(r, ran, where + " on " + config_name(cfg));
     for (size_t i = 0; i < got.size(); ++i)
       EXPECT_EQ(got[i].bytes, want[i].bytes)

@@ -20,20 +20,6 @@ constexpr int64_t T = 4, E = 3, H = 5, R = 6;
 
 TensorDesc desc(DType dt, std::vector<int64_t> shape) { return TensorDesc::contiguous(dt, shape); }
 
-struct Failure {
-  Code code = Code::ok;
-  std::string message;
-};
-
-Failure failure_of(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const Error &e) {
-    return {e.code(), e.what()};
-  }
-  return {};
-}
-
 RaggedPermuteDesc valid_permute() {
   RaggedPermuteDesc d;
   d.tokens = desc(DType::bf16, {T, H});

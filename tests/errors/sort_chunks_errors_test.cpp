@@ -19,20 +19,6 @@ constexpr int64_t T = 7, H = 3, S = 4;
 
 TensorDesc desc(DType dt, std::vector<int64_t> shape) { return TensorDesc::contiguous(dt, shape); }
 
-struct Failure {
-  Code code = Code::ok;
-  std::string message;
-};
-
-Failure failure_of(const std::function<void()> &f) {
-  try {
-    f();
-  } catch (const Error &e) {
-    return {e.code(), e.what()};
-  }
-  return {};
-}
-
 SortChunksDesc valid() {
   return {.tokens = desc(DType::bf16, {T, H}),
           .split_sizes = desc(DType::i32, {S}),

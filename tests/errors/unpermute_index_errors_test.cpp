@@ -22,21 +22,6 @@ const std::string kBwd = "aclnnMoeTokenUnpermuteWithRoutingMapGrad: ";
 TensorDesc f32(std::vector<int64_t> shape) { return TensorDesc::contiguous(DType::f32, shape); }
 TensorDesc i32(std::vector<int64_t> shape) { return TensorDesc::contiguous(DType::i32, shape); }
 
-struct Failure {
-  Code code = Code::ok;
-  std::string message;
-};
-
-template <class F>
-Failure failure_of(F &&f) {
-  try {
-    f();
-  } catch (const Error &e) {
-    return {e.code(), e.what()};
-  }
-  return {};
-}
-
 bool all_bytes(const std::vector<float> &v, uint8_t byte) {
   std::vector<uint8_t> b(v.size() * sizeof(float));
   std::memcpy(b.data(), v.data(), b.size());

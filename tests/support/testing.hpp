@@ -95,6 +95,22 @@ Error capture_error(F &&f) {
   return Error(Code::ok, "");
 }
 
+// What a call that may fail did: the moeperm::Error's code and message, or {ok, ""} when it
+// threw nothing (for tests where both outcomes are expected).
+struct Failure {
+  Code code = Code::ok;
+  std::string message;
+};
+template <class F>
+Failure failure_of(F &&f) {
+  try {
+    f();
+  } catch (const Error &e) {
+    return {e.code(), e.what()};
+  }
+  return {};
+}
+
 // Sets an environment variable for the lifetime of the object, restoring the old value.
 class ScopedEnv {
  public:
