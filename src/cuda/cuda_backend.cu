@@ -36,6 +36,7 @@ enum Slot : int {
   kSlotFirstNamed,
   kSlotSlotValues,
   kSlotWinners,
+  kSlotChunkStarts,
   kSlotCount,
 };
 static_assert(kSlotCount <= detail::WorkspaceLayout::kMaxSlots,
@@ -87,6 +88,17 @@ Status prepare_unpermute_grad(detail::Plan &p) {
   return Status::success();
 }
 
+// sort_chunks (both directions): the chunks' starts; sorted_index's uniqueness check.
+Status prepare_sort_chunks(detail::Plan &p) {
+  auto &w = p.workspace;
+  p.ws_slot[kSlotChunkStarts] =
+      w.add("chunk_starts", static_cast<uint64_t>(2 * p.S + 1) * sizeof(int64_t));
+  if (p.S > 0)
+    p.ws_slot[kSlotFirstNamed] =
+        w.add("first_named", static_cast<uint64_t>(p.S) * sizeof(unsigned long long));
+  return Status::success();
+}
+
 using CudaKernel = Status (*)(const detail::Plan &, const detail::Buffers &, const Workspace &,
                               cudaStream_t);
 
@@ -97,13 +109,13 @@ constexpr detail::KernelTable<CudaKernel> kKernels{
     {detail::Op::unpermute, {prepare_unpermute, unpermute, unpermute}},
     {detail::Op::unpermute_grad, {prepare_unpermute_grad, unpermute_grad, unpermute_grad}},
     // The ragged pair (docs/ragged.md) has host kernels only so far: a plan pinned here
-    // fails loudly (Note [Backend selection]).
+    // fails loudly (Note [Backend selection]). The chunk sort: one kernel, both directions.
     {detail::Op::ragged_permute, detail::kNotImplemented},
     {detail::Op::ragged_unpermute, detail::kNotImplemented},
     {detail::Op::ragged_permute_grad, detail::kNotImplemented},
     {detail::Op::ragged_unpermute_grad, detail::kNotImplemented},
-    {detail::Op::sort_chunks, detail::kNotImplemented},
-    {detail::Op::sort_chunks_grad, detail::kNotImplemented},
+    {detail::Op::sort_chunks, {prepare_sort_chunks, sort_chunks, sort_chunks}},
+    {detail::Op::sort_chunks_grad, {prepare_sort_chunks, sort_chunks, sort_chunks}},
 };
 static_assert(kKernels.lists_every_op(), "the CUDA backend needs a line for every Op");
 
@@ -158,6 +170,9 @@ Status to_status(const detail::Plan &p, const DeviceStatus &s) {
     case kRepeatedIndex:
       return detail::repeated_index(p, s.rule, static_cast<int64_t>(s.first_bad), s.bad_value,
                                     s.first_named);
+    case kBadSplitSize:
+      return detail::bad_split_size(p, 0, static_cast<int64_t>(s.first_bad), s.bad_value);
+    case kSplitSizesTotal: return detail::split_sizes_total(p, 0, s.bad_value, p.T);
     default: return detail::internal_error(p.api(), detail::cat("unknown device status ", s.kind));
   }
 }
@@ -228,6 +243,7 @@ Workspace resolve(const detail::Plan &p, std::byte *base) {
   ws.first_named = static_cast<unsigned long long *>(at(kSlotFirstNamed));
   ws.slot_values = static_cast<float *>(at(kSlotSlotValues));
   ws.winners = static_cast<unsigned long long *>(at(kSlotWinners));
+  ws.chunk_starts = static_cast<int64_t *>(at(kSlotChunkStarts));
   return ws;
 }
 

@@ -35,6 +35,7 @@ struct Workspace {
   unsigned long long *first_named = nullptr;  // [R]  a unique index rule's first positions
   float *slot_values = nullptr;               // [R]  the unpermute Grad's dot products
   unsigned long long *winners = nullptr;      // [T * E]  1 + the slot that writes each dP entry
+  int64_t *chunk_starts = nullptr;  // [2S + 1]  sort_chunks: input chunk starts, sorted ones
 };
 
 // expert_ranks.cu: expert-major ranks of the routing map (SPEC §2's `f`).
@@ -82,6 +83,9 @@ Status unpermute(const detail::Plan &p, const detail::Buffers &b, const Workspac
                  cudaStream_t stream);
 Status unpermute_grad(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
                       cudaStream_t stream);
+// sort_chunks_cuda.cu: both directions (the plan's operator picks).
+Status sort_chunks(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
+                   cudaStream_t stream);
 
 // Small shared kernels (fill.cu).
 Status zero_matrix(const DMatrix &m, const DeviceStatus *status, cudaStream_t stream);

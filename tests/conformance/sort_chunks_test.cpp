@@ -7,6 +7,8 @@
 // The reference is checked against the oracle; every CPU configuration (ISA x {1, all}
 // threads) against the reference's storage bytes, views and poisoned storage around them.
 // The backward is checked against the oracle and, through a round trip, against the input.
+// On a GPU (label gpu) the CUDA backend runs every case in both directions on device copies
+// and must write the reference's bytes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -83,12 +85,10 @@ struct Out {
   Buf y, yp;
 };
 
-// Forward: sort `x`'s chunks. Backward (grad): put `x`'s sorted chunks back.
-Out run_sort(const Case &c, Inputs &in, const Buf &x, const Buf &probs, bool grad,
-             Backend backend) {
+// Forward: sort `x`'s chunks. Backward (grad): put `x`'s sorted chunks back. A device
+// backend runs on device copies of every storage (Memory), downloaded after the run.
+Out run_sort(const Case &c, Inputs &in, Buf &x, Buf &probs, bool grad, Backend backend) {
   Out o{Buf(c.vdt, {c.T, c.H}, c.lay), c.pdt ? Buf(*c.pdt, {c.T}, c.lay) : Buf()};
-  const void *pr = c.pdt ? probs.bytes.data() : nullptr;
-  void *yp = c.pdt ? o.yp.data() : nullptr;
   std::optional<TensorDesc> pd, ypd;
   if (c.pdt) pd = probs.desc, ypd = o.yp.desc;
   Plan plan = grad
@@ -97,14 +97,14 @@ Out run_sort(const Case &c, Inputs &in, const Buf &x, const Buf &probs, bool gra
                   : plan_sort_chunks({x.desc, in.sizes.desc, in.order.desc, pd, o.y.desc, ypd},
                                      {.backend = backend});
   if (c.T > 0 && c.H > 0) expect_planned_on(plan, backend);
-  std::vector<std::byte> ws(plan.workspace_bytes());
+  Memory mem(backend);
+  const void *pr = c.pdt ? mem(probs) : nullptr;
+  void *yp = c.pdt ? mem(o.yp) : nullptr;
+  const std::span<std::byte> ws = mem.workspace(plan.workspace_bytes());
   if (grad)
-    run(plan,
-        SortChunksGradData{x.bytes.data(), in.sizes.data(), in.order.data(), pr, o.y.data(), yp},
-        ws);
+    run(plan, SortChunksGradData{mem(x), mem(in.sizes), mem(in.order), pr, mem(o.y), yp}, ws);
   else
-    run(plan, SortChunksData{x.bytes.data(), in.sizes.data(), in.order.data(), pr, o.y.data(), yp},
-        ws);
+    run(plan, SortChunksData{mem(x), mem(in.sizes), mem(in.order), pr, mem(o.y), yp}, ws);
   return o;
 }
 
@@ -145,11 +145,11 @@ TEST_P(SortChunksRandom, ForwardMatchesTheOracle) {
 TEST_P(SortChunksRandom, BackwardPutsTheRowsBack) {
   const Case &c = GetParam();
   Inputs in = make_inputs(c, static_cast<uint32_t>(c.T * 5 + c.H * 3 + c.S));
-  const Inputs g = make_inputs(c, static_cast<uint32_t>(c.T * 11 + c.H + c.S));
+  Inputs g = make_inputs(c, static_cast<uint32_t>(c.T * 11 + c.H + c.S));
   const Out want = run_sort(c, in, g.x, g.probs, true, Backend::reference);
   expect_oracle(c, in, want.y, g.x, "tokens_grad");
   if (c.pdt) expect_oracle(c, in, want.yp, g.probs, "probs_grad");
-  const Out sorted = run_sort(c, in, in.x, in.probs, false, Backend::reference);
+  Out sorted = run_sort(c, in, in.x, in.probs, false, Backend::reference);
   for (const BackendConfig &cfg : configs(c)) {
     SCOPED_TRACE(config_name(cfg));
     const ScopedConfig scope(cfg);
@@ -199,6 +199,46 @@ std::vector<Case> cases(bool contiguous) {
 }
 
 std::string CaseName(const ::testing::TestParamInfo<Case> &p) { return p.param.name; }
+
+// Device backends (label gpu; skipped without a GPU): both directions against the
+// reference's storage bytes, on device copies of every storage.
+class SortChunksOnDevice : public BackendCase<std::tuple<Case, BackendConfig>> {
+ protected:
+  const Case &problem() const { return std::get<0>(GetParam()); }
+};
+
+TEST_P(SortChunksOnDevice, BothDirectionsMatchTheReference) {
+  const Case &c = problem();
+  Inputs in = make_inputs(c, static_cast<uint32_t>(c.T * 13 + c.H * 7 + c.S));
+  for (bool grad : {false, true}) {
+    const Out want = run_sort(c, in, in.x, in.probs, grad, Backend::reference);
+    const Out got = run_sort(c, in, in.x, in.probs, grad, backend());
+    expect_same_bytes(got.y, want.y, grad ? "tokens_grad" : "sorted_tokens");
+    if (c.pdt) expect_same_bytes(got.yp, want.yp, grad ? "probs_grad" : "sorted_probs");
+  }
+}
+
+std::vector<BackendConfig> device_configs() {
+  std::vector<BackendConfig> out;
+  for (const BackendConfig &cfg : backend_configs(Matrix::one, {.reference = false}))
+    if (cfg.info.device) out.push_back(cfg);
+  return out;
+}
+
+std::string DeviceCaseName(const ::testing::TestParamInfo<std::tuple<Case, BackendConfig>> &p) {
+  return std::get<0>(p.param).name + "_" + config_name(std::get<1>(p.param));
+}
+
+// Without a device backend in this build, the suite has no instances (allowed below).
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SortChunksOnDevice);
+INSTANTIATE_TEST_SUITE_P(All, SortChunksOnDevice,
+                         ::testing::Combine(::testing::ValuesIn([] {
+                                              std::vector<Case> all = cases(true);
+                                              for (Case &k : cases(false)) all.push_back(k);
+                                              return all;
+                                            }()),
+                                            ::testing::ValuesIn(device_configs())),
+                         DeviceCaseName);
 
 INSTANTIATE_TEST_SUITE_P(Contiguous, SortChunksRandom, ::testing::ValuesIn(cases(true)), CaseName);
 INSTANTIATE_TEST_SUITE_P(Strided, SortChunksRandom, ::testing::ValuesIn(cases(false)), CaseName);

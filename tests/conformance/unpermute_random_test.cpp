@@ -41,37 +41,6 @@ struct Case {
   int64_t R() const { return drop_and_pad ? E * KC : T * KC; }
 };
 
-// Where a run's tensors live: host storage, or for a device backend a device copy of each
-// whole storage (poison included), downloaded again after the run (also after a failure).
-class Memory {
- public:
-  explicit Memory(Backend backend) : device_(backend_info(backend).device) {}
-  void *operator()(Buf &b) {
-    if (!device_) return b.data();
-    acl::DeviceBuffer d(b.bytes.size());
-    d.upload(b.bytes);
-    buffers_.push_back({&b, std::move(d)});
-    return buffers_.back().second.get();
-  }
-  std::span<std::byte> workspace(uint64_t bytes) {
-    if (!device_) {
-      host_ws_.resize(bytes);
-      return host_ws_;
-    }
-    if (bytes > 0) dev_ws_.reserve(bytes);
-    return {static_cast<std::byte *>(dev_ws_.get()), static_cast<size_t>(bytes)};
-  }
-  ~Memory() {
-    for (auto &[host, dev] : buffers_) dev.download(host->bytes);
-  }
-
- private:
-  bool device_;
-  std::vector<std::pair<Buf *, acl::DeviceBuffer>> buffers_;
-  std::vector<std::byte> host_ws_;
-  acl::DeviceBuffer dev_ws_;
-};
-
 // Random inputs of one case, shared by both operators' runs.
 struct Inputs {
   Buf x, g, map, probs, s, o, i;
@@ -169,14 +138,16 @@ ForwardOut run_forward(const Case &c, Inputs &in, Backend backend) {
   }
   const Plan plan = plan_unpermute(d, {.backend = backend});
   expect_planned_on(plan, backend);
-  std::vector<std::byte> ws(plan.workspace_bytes());
-  moeperm::run(
-      plan,
-      UnpermuteData{in.x.data(), in.s.data(), c.pdt ? in.map.data() : nullptr,
-                    c.pdt ? in.probs.data() : nullptr, o.out.data(),
-                    c.extras ? o.out_index.data() : nullptr, c.extras ? o.token_id.data() : nullptr,
-                    c.extras ? o.permute_probs.data() : nullptr},
-      ws);
+  {
+    Memory mem(backend);  // a device backend's copies come back when it goes
+    moeperm::run(
+        plan,
+        UnpermuteData{mem(in.x), mem(in.s), c.pdt ? mem(in.map) : nullptr,
+                      c.pdt ? mem(in.probs) : nullptr, mem(o.out),
+                      c.extras ? mem(o.out_index) : nullptr, c.extras ? mem(o.token_id) : nullptr,
+                      c.extras ? mem(o.permute_probs) : nullptr},
+        mem.workspace(plan.workspace_bytes()));
+  }
   return o;
 }
 
@@ -205,13 +176,14 @@ GradOut run_grad(const Case &c, Inputs &in, Backend backend) {
   }
   const Plan plan = plan_unpermute_grad(d, {.backend = backend});
   expect_planned_on(plan, backend);
-  std::vector<std::byte> ws(plan.workspace_bytes());
-  moeperm::run(
-      plan,
-      UnpermuteGradData{in.g.data(), in.o.data(), in.i.data(), probs ? in.map.data() : nullptr,
-                        dp ? in.x.data() : nullptr, probs ? in.probs.data() : nullptr, o.dx.data(),
-                        dp ? o.dp.data() : nullptr},
-      ws);
+  {
+    Memory mem(backend);  // a device backend's copies come back when it goes
+    moeperm::run(plan,
+                 UnpermuteGradData{mem(in.g), mem(in.o), mem(in.i), probs ? mem(in.map) : nullptr,
+                                   dp ? mem(in.x) : nullptr, probs ? mem(in.probs) : nullptr,
+                                   mem(o.dx), dp ? mem(o.dp) : nullptr},
+                 mem.workspace(plan.workspace_bytes()));
+  }
   return o;
 }
 

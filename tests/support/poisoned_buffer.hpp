@@ -4,12 +4,15 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <moeperm/acl_handles.hpp>
 #include <moeperm/moeperm.hpp>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "testing.hpp"
@@ -93,5 +96,36 @@ inline void expect_same_bytes(const Buf &got, const Buf &want, const char *what)
       return;
     }
 }
+
+// Where a run's tensors live: host storage, or for a device backend a device copy of each
+// whole storage (poison included), downloaded again after the run (also after a failure).
+class Memory {
+ public:
+  explicit Memory(Backend backend) : device_(backend_info(backend).device) {}
+  void *operator()(Buf &b) {
+    if (!device_) return b.data();
+    acl::DeviceBuffer d(b.bytes.size());
+    d.upload(b.bytes);
+    buffers_.push_back({&b, std::move(d)});
+    return buffers_.back().second.get();
+  }
+  std::span<std::byte> workspace(uint64_t bytes) {
+    if (!device_) {
+      host_ws_.resize(bytes);
+      return host_ws_;
+    }
+    if (bytes > 0) dev_ws_.reserve(bytes);
+    return {static_cast<std::byte *>(dev_ws_.get()), static_cast<size_t>(bytes)};
+  }
+  ~Memory() {
+    for (auto &[host, dev] : buffers_) dev.download(host->bytes);
+  }
+
+ private:
+  bool device_;
+  std::vector<std::pair<Buf *, acl::DeviceBuffer>> buffers_;
+  std::vector<std::byte> host_ws_;
+  acl::DeviceBuffer dev_ws_;
+};
 
 }  // namespace moeperm::testing
