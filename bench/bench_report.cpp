@@ -2,6 +2,7 @@
 #include <ostream>
 
 #include "bench.hpp"
+#include "host_info.hpp"
 
 namespace moeperm::bench {
 namespace {
@@ -68,7 +69,9 @@ void print_table(std::ostream &out, const std::vector<CaseResult> &results) {
 }
 
 void write_json(std::ostream &out, const std::vector<CaseResult> &results, const Options &o) {
-  out << "{\n  \"runs\": " << o.runs << ", \"warmup\": " << o.warmup << ",\n  \"cases\": [\n";
+  out << "{\n  \"host\": ";
+  write_json(out, host_info());
+  out << ",\n  \"runs\": " << o.runs << ", \"warmup\": " << o.warmup << ",\n  \"cases\": [\n";
   for (size_t i = 0; i < results.size(); ++i) {
     const CaseResult &r = results[i];
     const problem_model::ProblemSpec &s = r.c.spec;

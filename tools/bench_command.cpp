@@ -6,6 +6,7 @@
 #include "bench.hpp"
 #include "cli_args.hpp"
 #include "commands.hpp"
+#include "host_info.hpp"
 
 namespace moeperm::cli {
 
@@ -31,6 +32,7 @@ int bench_command(std::span<const std::string_view> args) {
     std::fprintf(stderr, "moeperm bench: %s (status %d)\n", e.what(), static_cast<int>(e.code()));
     return kExitFailure;
   }
+  std::printf("host: %s\n", bench::describe(bench::host_info()).c_str());
   std::printf("plans:\n");
   for (const bench::CaseResult &r : results)
     std::printf("  %-14s %s\n", r.c.name.c_str(), r.plan.c_str());

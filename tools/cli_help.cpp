@@ -108,7 +108,9 @@ reports the median of the timed runs after warm-up, the bytes one call must move
 (reads + writes), the effective GB/s, and the ratio to a multi-threaded memcpy that moves
 the same number of bytes (copies half of them), timed in the same run right after the
 operator: the practical ceiling of a memory-bound operator on this machine. The named
-cases also time the single-threaded reference kernels.
+cases also time the single-threaded reference kernels. The output starts with the host: CPU
+model, hardware threads, caches (cpu0's, from sysfs) and the CPU kernels' instruction set
+(`--json` records the same under "host"), so tables from different hosts can be told apart.
 
 suites (default: all three):
   named    deepseek     T=4096 H=7168 E=256 K=8 bf16 drop-less, with probs

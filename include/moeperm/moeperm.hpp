@@ -233,6 +233,9 @@ class MOEPERM_API Plan {
   Operator op() const noexcept;
   bool is_grad() const noexcept;  // is_backward(op()); kept for source compatibility
   const char *backend_name() const noexcept;
+  // The backend's kernel variant chosen at plan time: the CPU backend's instruction set
+  // ("avx512", "avx2", "scalar"), the CUDA backend's "sm_80+"; "" where a backend has one.
+  const char *variant() const noexcept;
   // A one-line, human-readable description (op, mode, sizes, dtypes, backend, workspace).
   std::string to_string() const;
 

@@ -48,6 +48,7 @@ bool Plan::drop_and_pad() const noexcept { return impl_->drop_and_pad; }
 Operator Plan::op() const noexcept { return static_cast<Operator>(impl_->op); }
 bool Plan::is_grad() const noexcept { return is_backward(op()); }
 const char *Plan::backend_name() const noexcept { return impl_->backend->name; }
+const char *Plan::variant() const noexcept { return impl_->variant_name; }
 std::string Plan::to_string() const { return detail::to_string(*impl_); }
 
 // The public Operator and the core's Op name the same operators with the same values.

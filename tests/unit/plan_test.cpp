@@ -216,3 +216,20 @@ TEST(Vocabulary, CodeValuesAreCannsStatusCodes) {
 
 }  // namespace
 }  // namespace moeperm::testing
+
+namespace moeperm::testing {
+namespace {
+
+// Plan::variant(): the CPU backend's instruction set as chosen at plan time (forced ones
+// included), nothing for the reference.
+TEST(PlanVariant, NamesTheCpuInstructionSetAndFollowsAForcedOne) {
+  const PermuteDesc d = forward_desc(5, 3, 4, 10, false);
+  const std::string chosen = plan_permute(d, {.backend = Backend::cpu}).variant();
+  EXPECT_TRUE(chosen == "avx512" || chosen == "avx2" || chosen == "scalar") << chosen;
+  EXPECT_STREQ(plan_permute(d, {.backend = Backend::reference}).variant(), "");
+  const ScopedEnv forced("MOEPERM_CPU_ISA", "scalar");
+  EXPECT_STREQ(plan_permute(d, {.backend = Backend::cpu}).variant(), "scalar");
+}
+
+}  // namespace
+}  // namespace moeperm::testing

@@ -70,6 +70,7 @@ const Symbol kCxxApi[] = {
     {"Plan::drop_and_pad() const", "_ZNK7moeperm4Plan12drop_and_padEv"},
     {"Plan::is_grad() const", "_ZNK7moeperm4Plan7is_gradEv"},
     {"Plan::backend_name() const", "_ZNK7moeperm4Plan12backend_nameEv"},
+    {"Plan::variant() const", "_ZNK7moeperm4Plan7variantEv"},
     {"Plan::to_string() const", "_ZNK7moeperm4Plan9to_stringB5cxx11Ev"},
 };
 
