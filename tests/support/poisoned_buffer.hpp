@@ -61,14 +61,16 @@ struct Buf {
     if (desc.strides.empty()) return i * (desc.shape.size() == 2 ? desc.shape[1] : 1) + j;
     return desc.offset + i * desc.strides[0] + (desc.shape.size() == 2 ? j * desc.strides[1] : 0);
   }
+  // Elements of up to 8 bytes (int64 too): the low esize bytes of a little-endian value.
   void set_bits(int64_t i, int64_t j, uint32_t bits) {
-    std::memcpy(bytes.data() + at(i, j) * esize, &bits, static_cast<size_t>(esize));
+    const uint64_t wide = bits;
+    std::memcpy(bytes.data() + at(i, j) * esize, &wide, static_cast<size_t>(esize));
   }
   void *data() { return bytes.data(); }
   uint32_t bits(int64_t i, int64_t j = 0) const {
-    uint32_t v = 0;
+    uint64_t v = 0;
     std::memcpy(&v, bytes.data() + at(i, j) * esize, static_cast<size_t>(esize));
-    return v;
+    return static_cast<uint32_t>(v);
   }
 };
 
