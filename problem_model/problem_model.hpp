@@ -9,17 +9,36 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <optional>
 #include <random>
 #include <vector>
 
 namespace moeperm::problem_model {
 
+// Storage aligned as PyTorch's CPU allocator and CANN's device allocator align theirs (64
+// bytes and more), not as malloc does (16): the kernels' non-temporal stores write whole
+// cache lines only where rows start on one, so a 16-byte-aligned buffer measures a
+// slower path than users run (docs/cpu-performance.md). Tests that want misaligned rows
+// ask for them with Layout::offset.
+template <class T>
+struct CacheLineAllocator {
+  using value_type = T;
+  static constexpr std::align_val_t kAlign{64};
+  CacheLineAllocator() = default;
+  template <class U>
+  CacheLineAllocator(const CacheLineAllocator<U> &) noexcept {}
+  T *allocate(size_t n) { return static_cast<T *>(::operator new(n * sizeof(T), kAlign)); }
+  void deallocate(T *p, size_t n) noexcept { ::operator delete(p, n * sizeof(T), kAlign); }
+  friend bool operator==(CacheLineAllocator, CacheLineAllocator) { return true; }
+};
+using Storage = std::vector<std::byte, CacheLineAllocator<std::byte>>;
+
 // A host tensor that owns its storage. The view is desc; storage covers every element the
 // view reaches (desc.storage_elements is set).
 struct HostTensor {
   TensorDesc desc;
-  std::vector<std::byte> storage;
+  Storage storage;
 
   void *data() { return storage.data(); }
   const void *data() const { return storage.data(); }

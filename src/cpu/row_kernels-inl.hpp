@@ -8,7 +8,9 @@
 //   divisor of 32); zero(), set1(float), load(const S*), load_acc(const float*),
 //   store_acc(float*, reg), add(reg, reg), mul(reg, reg), fma(reg, reg, reg),
 //   fma1(float, float, float) (one lane), store(S*, reg, bool stream) (stream only when the
-//   address is W*sizeof(S)-aligned).
+//   address is W*sizeof(S)-aligned); optionally store2(S*, reg, reg, bool stream): 2W
+//   elements at once, the same bits as two stores (AVX2's 16-bit types pack two registers
+//   into one 32-byte store).
 // The including file provides std::fma (<cmath>) and the types of cpu/isa.hpp.
 //
 // By Note [Determinism], every output element is +0 plus its sources in ascending k, in fp32,
@@ -41,6 +43,17 @@ typename Vec::reg round_to_storage(typename Vec::reg x) {
     alignas(64) typename Vec::S tmp[Vec::W];
     Vec::store(tmp, x, false);
     return Vec::load(tmp);
+  }
+}
+
+// Vec::store of x to p and of y to p + W, through store2 where the policy has it.
+template <class Vec>
+void store_pair(typename Vec::S *p, typename Vec::reg x, typename Vec::reg y, bool stream) {
+  if constexpr (requires { Vec::store2(p, x, y, stream); }) {
+    Vec::store2(p, x, y, stream);
+  } else {
+    Vec::store(p, x, stream);
+    Vec::store(p + Vec::W, y, stream);
   }
 }
 
@@ -102,11 +115,14 @@ void sum_impl(void *dst_v, const void *const *srcs_v, const float *weights, int6
           Vec::prefetch(src + kPrefetchAhead / static_cast<int64_t>(sizeof(S)));
           for (int u = 0; u < kUnroll; ++u) x[u] = Vec::add(x[u], term<Vec, kTerm>(src + u * W, w));
         }
-        for (int u = 0; u < kUnroll; ++u) {
-          if (last)
-            Vec::store(dst + h0 + i + u * W, x[u], nt);
-          else
+        static_assert(kUnroll % 2 == 0, "stores go in pairs");
+        for (int u = 0; u < kUnroll; u += 2) {
+          if (last) {
+            store_pair<Vec>(dst + h0 + i + u * W, x[u], x[u + 1], nt);
+          } else {
             Vec::store_acc(acc + i + u * W, x[u]);
+            Vec::store_acc(acc + i + (u + 1) * W, x[u + 1]);
+          }
         }
       }
       for (int64_t i = mu; i < mv; i += W) {
@@ -146,11 +162,13 @@ void scale_row_impl(void *dst_v, const void *src_v, float w, int64_t n, bool str
   const S *src = static_cast<const S *>(src_v);
   const bool nt = stream && reinterpret_cast<uintptr_t>(dst) % (W * sizeof(S)) == 0;
   const typename Vec::reg wv = Vec::set1(w);
-  const int64_t nv = n - n % W;
-  for (int64_t i = 0; i < nv; i += W) {
+  const int64_t nv = n - n % W, n2 = n - n % (2 * W);
+  for (int64_t i = 0; i < n2; i += 2 * W) {
     Vec::prefetch(src + i + kPrefetchAhead / static_cast<int64_t>(sizeof(S)));
-    Vec::store(dst + i, Vec::mul(Vec::load(src + i), wv), nt);
+    store_pair<Vec>(dst + i, Vec::mul(Vec::load(src + i), wv), Vec::mul(Vec::load(src + i + W), wv),
+                    nt);
   }
+  for (int64_t i = n2; i < nv; i += W) Vec::store(dst + i, Vec::mul(Vec::load(src + i), wv), nt);
   for (int64_t i = nv; i < n; ++i) dst[i] = Vec::Scalar::store(Vec::Scalar::load(src[i]) * w);
 }
 
@@ -199,10 +217,12 @@ float scale_dot_impl(void *dst_v, const void *g_v, float w, const void *x_v, int
   int64_t h0 = 0;
   for (; h0 + 32 <= n; h0 += 32) {
     Vec::prefetch(x + h0 + kPrefetchAhead / static_cast<int64_t>(sizeof(S)));
-    for (int64_t j = 0; j < kRegs; ++j) {
-      const typename Vec::reg gv = Vec::load(g + h0 + j * W);
-      part[j] = Vec::fma(Vec::load(x + h0 + j * W), gv, part[j]);
-      Vec::store(dst + h0 + j * W, Vec::mul(gv, wv), nt);
+    static_assert(kRegs % 2 == 0, "stores go in pairs");
+    for (int64_t j = 0; j < kRegs; j += 2) {
+      const typename Vec::reg g0 = Vec::load(g + h0 + j * W), g1 = Vec::load(g + h0 + (j + 1) * W);
+      part[j] = Vec::fma(Vec::load(x + h0 + j * W), g0, part[j]);
+      part[j + 1] = Vec::fma(Vec::load(x + h0 + (j + 1) * W), g1, part[j + 1]);
+      store_pair<Vec>(dst + h0 + j * W, Vec::mul(g0, wv), Vec::mul(g1, wv), nt);
     }
   }
   alignas(64) float lanes[32];

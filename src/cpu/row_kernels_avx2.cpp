@@ -39,6 +39,18 @@ struct Avx2Base {
     else
       _mm_storeu_si128(static_cast<__m128i *>(p), v);
   }
+  // A 32-byte store; `stream` promises 16-byte alignment (the callers' test for store16),
+  // so a 16-byte-aligned address streams as two halves.
+  static void store32(void *p, __m256i v, bool stream) {
+    if (!stream) {
+      _mm256_storeu_si256(static_cast<__m256i *>(p), v);
+    } else if (reinterpret_cast<uintptr_t>(p) % 32 == 0) {
+      _mm256_stream_si256(static_cast<__m256i *>(p), v);
+    } else {
+      _mm_stream_si128(static_cast<__m128i *>(p), _mm256_castsi256_si128(v));
+      _mm_stream_si128(static_cast<__m128i *>(p) + 1, _mm256_extracti128_si256(v, 1));
+    }
+  }
 };
 
 struct Avx2Bf16 : Avx2Base {
@@ -48,19 +60,32 @@ struct Avx2Bf16 : Avx2Base {
     const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i *>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
   }
-  // Round to nearest even; NaN -> quiet NaN with the payload's top bits (as f32_to_bf16).
-  static void store(S *p, reg x, bool stream) {
+  // Round to nearest even, the bf16 in the low half of each 32-bit lane; NaN -> quiet NaN
+  // with the payload's top bits (as f32_to_bf16). The NaN fix-up is a blend taken only when
+  // a lane is NaN, so finite data pays one compare and a movemask for it.
+  static __m256i round_lanes(reg x) {
     const __m256i u = _mm256_castps_si256(x);
-    const __m256i hi = _mm256_srli_epi32(u, 16);
-    const __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
-    __m256i r = _mm256_srli_epi32(
-        _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
-    const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
-                                              _mm256_set1_epi32(0x7f800000));
-    r = _mm256_blendv_epi8(r, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)), is_nan);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    return _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)),
+                             16);
+  }
+  static __m256i nan_fixed(reg x, __m256i r) {
+    const __m256 is_nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    if (_mm256_movemask_ps(is_nan) == 0) return r;
+    const __m256i quiet =
+        _mm256_or_si256(_mm256_srli_epi32(_mm256_castps_si256(x), 16), _mm256_set1_epi32(0x40));
+    return _mm256_blendv_epi8(r, quiet, _mm256_castps_si256(is_nan));
+  }
+  static void store(S *p, reg x, bool stream) {
+    const __m256i r = nan_fixed(x, round_lanes(x));
     // Values fit 16 bits: packus keeps them; the permute restores lane order.
     const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
     store16(p, _mm256_castsi256_si128(packed), stream);
+  }
+  // 2W elements from two registers with one pack, one permute and one 32-byte store.
+  static void store2(S *p, reg a, reg b, bool stream) {
+    const __m256i ra = nan_fixed(a, round_lanes(a)), rb = nan_fixed(b, round_lanes(b));
+    store32(p, _mm256_permute4x64_epi64(_mm256_packus_epi32(ra, rb), 0xD8), stream);
   }
 };
 
@@ -72,6 +97,13 @@ struct Avx2F16 : Avx2Base {
   }
   static void store(S *p, reg x, bool stream) {
     store16(p, _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), stream);
+  }
+  static void store2(S *p, reg a, reg b, bool stream) {
+    constexpr int kRne = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+    store32(p,
+            _mm256_inserti128_si256(_mm256_castsi128_si256(_mm256_cvtps_ph(a, kRne)),
+                                    _mm256_cvtps_ph(b, kRne), 1),
+            stream);
   }
 };
 

@@ -22,7 +22,7 @@ struct Case {
   bool tiling_rejections = false;  // the operator may return 561002 for CANN's tiling limits
   std::vector<Operand> ops;
   std::vector<bool> is_output;
-  std::vector<std::vector<std::byte>> before;
+  std::vector<problem_model::Storage> before;
   aclTensor *tensor(size_t i) const { return ops[i].acl; }
 };
 
