@@ -16,6 +16,9 @@ struct Case {
   problem_model::ProblemSpec spec;
   int threads = 1;
   bool with_reference = false;  // also time the single-threaded reference kernels
+  // Also time each operator planned per call, as a CANN program calls it (GetWorkspaceSize,
+  // a workspace from the allocator, then the run), against the plan built once.
+  bool plan_per_call = false;
 };
 
 struct Options {
@@ -34,6 +37,7 @@ struct OpResult {
   double memcpy_ms = 0;      // median of the same-run memcpy moving the same bytes
   double ratio = 0;          // median_ms / memcpy_ms
   double ref_ms = -1;        // single-threaded reference kernel, -1 if not timed
+  double per_call_ms = -1;   // median planned per call (plan + workspace + run), -1 if not timed
   int bit_differences = -1;  // cuda: output elements differing from the CPU backend; -1 not checked
   bool measured = false;     // set by finish(); an operator a runner does not time has no row
 };

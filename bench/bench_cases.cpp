@@ -22,16 +22,16 @@ std::vector<Case> standard_cases(const Options &o) {
   const int n = o.max_threads > 0 ? o.max_threads : get_num_threads();
   std::vector<Case> cases;
   if (wanted(o, "named")) {
-    cases.push_back({"deepseek", deepseek(), n, true});
+    cases.push_back({"deepseek", deepseek(), n, true, true});
     problem_model::ProblemSpec mixtral;  // T=8192, H=4096, E=8, K=2, bf16, drop-less
     mixtral.T = 8192, mixtral.H = 4096, mixtral.E = 8, mixtral.K = 2;
     mixtral.dtype = mixtral.probs_dtype = DType::bf16;
-    cases.push_back({"mixtral", mixtral, n, true});
+    cases.push_back({"mixtral", mixtral, n, true, true});
     problem_model::ProblemSpec
         cann;  // CANN's sample: T=4096, H=7168, E=256, C=16, fp32, drop-and-pad
     cann.T = 4096, cann.H = 7168, cann.E = 256, cann.capacity = 16, cann.drop_and_pad = true;
     cann.dtype = cann.probs_dtype = DType::f32;
-    cases.push_back({"cann-sample", cann, n, true});
+    cases.push_back({"cann-sample", cann, n, true, true});
   }
   if (wanted(o, "sweep"))
     for (int64_t T = 512; T <= 16384; T *= 2) {

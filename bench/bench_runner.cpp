@@ -2,6 +2,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -17,25 +18,29 @@ double now_ms() {
 }
 
 // The ceiling: a multi-threaded memcpy that moves `bytes` (reads bytes/2, writes bytes/2),
-// each thread copying one contiguous chunk with the C library's memcpy.
+// each thread copying one contiguous chunk with the C library's memcpy. One per case, sized
+// for its largest operator, so that memory holds the sweep's largest case (T = 16384) once.
 class MemcpyBaseline {
  public:
-  explicit MemcpyBaseline(double bytes)
-      : n_(static_cast<size_t>(bytes / 2)), src_(n_, std::byte{1}), dst_(n_, std::byte{2}) {}
-  double time_ms(int threads) {
+  explicit MemcpyBaseline(double max_bytes)
+      : cap_(static_cast<size_t>(max_bytes / 2)),
+        src_(cap_, std::byte{1}),
+        dst_(cap_, std::byte{2}) {}
+  double time_ms(double bytes, int threads) {
+    const size_t n = std::min(cap_, static_cast<size_t>(bytes / 2));
     const double t0 = now_ms();
-    const size_t chunk = (n_ + static_cast<size_t>(threads) - 1) / static_cast<size_t>(threads);
+    const size_t chunk = (n + static_cast<size_t>(threads) - 1) / static_cast<size_t>(threads);
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int i = 0; i < threads; ++i) {
-      const size_t begin = std::min(n_, chunk * static_cast<size_t>(i));
-      const size_t end = std::min(n_, begin + chunk);
+      const size_t begin = std::min(n, chunk * static_cast<size_t>(i));
+      const size_t end = std::min(n, begin + chunk);
       std::memcpy(dst_.data() + begin, src_.data() + begin, end - begin);
     }
     return now_ms() - t0;
   }
 
  private:
-  size_t n_;
+  size_t cap_;
   std::vector<std::byte> src_, dst_;
 };
 
@@ -54,18 +59,26 @@ struct Timed {
   std::function<Plan(Backend)> plan_on;  // the same call planned on another backend
   OpResult *result;
   std::vector<std::byte> workspace;
-  MemcpyBaseline copy;
-  std::vector<double> op_ms, copy_ms;
+  double bytes;
+  std::vector<double> op_ms, copy_ms, per_call_ms;
+
+  // The call as a CANN program makes it: plan (the first phase), a workspace from the
+  // allocator (uninitialised, as aclrtMalloc's), run.
+  void run_planned_per_call() const {
+    const Plan pl = plan_on(Backend::cpu);
+    const auto ws = std::make_unique_for_overwrite<std::byte[]>(pl.workspace_bytes());
+    run(pl, std::span<std::byte>(ws.get(), pl.workspace_bytes()));
+  }
 
   Timed(std::function<Plan(Backend)> planner,
-        std::function<void(const Plan &, std::span<std::byte>)> f, OpResult *r, double bytes)
+        std::function<void(const Plan &, std::span<std::byte>)> f, OpResult *r, double bytes_moved)
       : plan(planner(Backend::cpu)),
         run(std::move(f)),
         plan_on(std::move(planner)),
         result(r),
         workspace(plan.workspace_bytes()),
-        copy(bytes) {
-    result->bytes = bytes;
+        bytes(bytes_moved) {
+    result->bytes = bytes_moved;
   }
 };
 
@@ -119,19 +132,26 @@ CaseResult run_case(const Case &c, const Options &o) {
   add([&](PlanOptions po) { return plan_sort_chunks_grad(rp.sort_grad, po); }, rp.sort_grad_data,
       &res.sort_chunks_grad, sort_chunks_bytes(s));
   res.plan = ops[3].plan.to_string();
+  double max_bytes = 0;
+  for (const Timed &t : ops) max_bytes = std::max(max_bytes, t.bytes);
+  MemcpyBaseline copy(max_bytes);
 
   for (int i = 0; i < o.warmup; ++i)
     for (Timed &t : ops) {
       t.run(t.plan, t.workspace);
-      t.copy.time_ms(c.threads);
+      copy.time_ms(t.bytes, c.threads);
     }
   // Interleaved, so that each operator and its ceiling see the same machine state.
   for (int i = 0; i < o.runs; ++i)
     for (Timed &t : ops) {
       t.op_ms.push_back(time_ms([&] { t.run(t.plan, t.workspace); }));
-      t.copy_ms.push_back(t.copy.time_ms(c.threads));
+      t.copy_ms.push_back(copy.time_ms(t.bytes, c.threads));
+      if (c.plan_per_call) t.per_call_ms.push_back(time_ms([&] { t.run_planned_per_call(); }));
     }
-  for (Timed &t : ops) finish(*t.result, t.op_ms, t.copy_ms);
+  for (Timed &t : ops) {
+    finish(*t.result, t.op_ms, t.copy_ms);
+    if (c.plan_per_call) t.result->per_call_ms = median(t.per_call_ms);
+  }
 
   if (c.with_reference && o.ref_runs > 0) {
     // The reference is single-threaded by construction; its inputs are what the timed runs

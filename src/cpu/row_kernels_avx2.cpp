@@ -121,6 +121,105 @@ struct Avx2F32 : Avx2Base {
 
 #include "cpu/row_kernels-inl.hpp"
 
+// bf16 rows as pairs. A 32-bit lane of a 16-element load holds elements 2i (low half) and
+// 2i + 1 (high half): a shift and a mask widen them to fp32 in place, and the rounded
+// results go back with a shift, a mask and an or, with no cross-lane shuffle anywhere. The
+// lanes then hold elements in even/odd order; the products and roundings are the same
+// element for element (so the same bits as Avx2Bf16's), and U3's partial sums are put back
+// in natural order before the final reduction.
+struct Bf16Pairs {
+  static __m256i load(const uint16_t *p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
+  }
+  static __m256 even(__m256i v) { return _mm256_castsi256_ps(_mm256_slli_epi32(v, 16)); }
+  static __m256 odd(__m256i v) {
+    return _mm256_castsi256_ps(_mm256_and_si256(v, _mm256_set1_epi32(int32_t(0xffff0000u))));
+  }
+  // x + 0x7fff + lsb: the rounded bf16 in the high half of each lane (f32_to_bf16's rule).
+  static __m256i biased(__m256 x) {
+    const __m256i u = _mm256_castps_si256(x);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    return _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
+  }
+  // The 16 bf16 of even lanes e and odd lanes o, in element order.
+  static __m256i pack(__m256 e, __m256 o) {
+    const __m256i hi = _mm256_set1_epi32(int32_t(0xffff0000u));
+    __m256i re = _mm256_srli_epi32(biased(e), 16), ro = _mm256_and_si256(biased(o), hi);
+    const __m256 nan_e = _mm256_cmp_ps(e, e, _CMP_UNORD_Q),
+                 nan_o = _mm256_cmp_ps(o, o, _CMP_UNORD_Q);
+    if (_mm256_movemask_ps(_mm256_or_ps(nan_e, nan_o)) != 0) {  // quiet NaN, payload's top bits
+      const __m256i ue = _mm256_castps_si256(e), uo = _mm256_castps_si256(o);
+      re = _mm256_blendv_epi8(re,
+                              _mm256_or_si256(_mm256_srli_epi32(ue, 16), _mm256_set1_epi32(0x40)),
+                              _mm256_castps_si256(nan_e));
+      ro = _mm256_blendv_epi8(
+          ro, _mm256_or_si256(_mm256_and_si256(uo, hi), _mm256_set1_epi32(0x400000)),
+          _mm256_castps_si256(nan_o));
+    }
+    return _mm256_or_si256(re, ro);
+  }
+};
+
+// Avx2Bf16's scale_row_impl, in pairs.
+void scale_row_bf16_pairs(void *dst_v, const void *src_v, float w, int64_t n, bool stream) {
+  auto *dst = static_cast<uint16_t *>(dst_v);
+  const auto *src = static_cast<const uint16_t *>(src_v);
+  const bool nt = stream && reinterpret_cast<uintptr_t>(dst) % 16 == 0;
+  const __m256 wv = _mm256_set1_ps(w);
+  const int64_t n16 = n - n % 16;
+  for (int64_t i = 0; i < n16; i += 16) {
+    Avx2Base::prefetch(src + i + kPrefetchAhead / 2);
+    const __m256i v = Bf16Pairs::load(src + i);
+    Avx2Base::store32(dst + i,
+                      Bf16Pairs::pack(_mm256_mul_ps(Bf16Pairs::even(v), wv),
+                                      _mm256_mul_ps(Bf16Pairs::odd(v), wv)),
+                      nt);
+  }
+  for (int64_t i = n16; i < n; ++i) dst[i] = Bf16::store(Bf16::load(src[i]) * w);
+}
+
+// Avx2Bf16's scale_dot_impl, in pairs: part registers pe0/po0 hold U3's partial sums
+// l = 0, 2, .., 14 / 1, 3, .., 15 and pe1/po1 l = 16, 18, .., 30 / 17, .., 31.
+float scale_dot_bf16_pairs(void *dst_v, const void *g_v, float w, const void *x_v, int64_t n,
+                           bool stream) {
+  auto *dst = static_cast<uint16_t *>(dst_v);
+  const auto *g = static_cast<const uint16_t *>(g_v);
+  const auto *x = static_cast<const uint16_t *>(x_v);
+  const bool nt = stream && reinterpret_cast<uintptr_t>(dst) % 16 == 0;
+  const __m256 wv = _mm256_set1_ps(w);
+  __m256 part[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                    _mm256_setzero_ps()};
+  int64_t h0 = 0;
+  for (; h0 + 32 <= n; h0 += 32) {
+    Avx2Base::prefetch(x + h0 + kPrefetchAhead / 2);
+    for (int half = 0; half < 2; ++half) {
+      const __m256i gv = Bf16Pairs::load(g + h0 + 16 * half);
+      const __m256i xv = Bf16Pairs::load(x + h0 + 16 * half);
+      const __m256 ge = Bf16Pairs::even(gv), go = Bf16Pairs::odd(gv);
+      part[2 * half] = _mm256_fmadd_ps(Bf16Pairs::even(xv), ge, part[2 * half]);
+      part[2 * half + 1] = _mm256_fmadd_ps(Bf16Pairs::odd(xv), go, part[2 * half + 1]);
+      Avx2Base::store32(dst + h0 + 16 * half,
+                        Bf16Pairs::pack(_mm256_mul_ps(ge, wv), _mm256_mul_ps(go, wv)), nt);
+    }
+  }
+  alignas(32) float pairs[4][8];
+  for (int j = 0; j < 4; ++j) _mm256_store_ps(pairs[j], part[j]);
+  float lanes[32];
+  for (int half = 0; half < 2; ++half)
+    for (int i = 0; i < 8; ++i) {
+      lanes[16 * half + 2 * i] = pairs[2 * half][i];
+      lanes[16 * half + 2 * i + 1] = pairs[2 * half + 1][i];
+    }
+  for (int64_t h = h0; h < n; ++h) {
+    const float gh = Bf16::load(g[h]);
+    lanes[h - h0] = std::fma(Bf16::load(x[h]), gh, lanes[h - h0]);
+    dst[h] = Bf16::store(gh * w);
+  }
+  for (int64_t v = 16; v >= 1; v /= 2)
+    for (int64_t l = 0; l < v; ++l) lanes[l] += lanes[l + v];
+  return lanes[0];
+}
+
 // Non-temporal copy: the destination bypasses the cache (no read-for-ownership), which is
 // what makes a large permute cost one write instead of a read plus a write.
 void copy_avx2(void *dst_v, const void *src_v, int64_t bytes, bool stream) {
@@ -148,10 +247,17 @@ void copy_avx2(void *dst_v, const void *src_v, int64_t bytes, bool stream) {
 
 void fence() { _mm_sfence(); }
 
+// The bf16 table with the pair kernels where they replace the generic ones.
+constexpr TypedRowKernels with_pairs(TypedRowKernels k) {
+  k.scale_row = scale_row_bf16_pairs;
+  k.scale_dot = scale_dot_bf16_pairs;
+  return k;
+}
+
 }  // namespace
 
 const RowKernels kRowKernelsAvx2{
-    .bf16 = typed_kernels<Avx2Bf16>(),
+    .bf16 = with_pairs(typed_kernels<Avx2Bf16>()),
     .f16 = typed_kernels<Avx2F16>(),
     .f32 = typed_kernels<Avx2F32>(),
     .copy = copy_avx2,

@@ -24,9 +24,15 @@ Status ragged_unpermute_grad(const Plan &p, const Buffers &b) {
     }
     const int64_t e = probs ? experts[static_cast<size_t>(r)] : -1;
     const float w = probs ? load_value(pt, b.dense_probs(), p.dense_probs().at(t, e)) : 1.0f;
+    // Without probs the row is copied (the ragged permute's copy, bit for bit: a signalling
+    // NaN stays signalling), not multiplied by 1.
     for (int64_t h = 0; h < p.H; ++h)
-      store_value(p.value_dtype, b.permuted(), p.permuted().at(r, h),
-                  load_value(p.value_dtype, b.tokens(), p.tokens().at(t, h)) * w);
+      if (probs)
+        store_value(p.value_dtype, b.permuted(), p.permuted().at(r, h),
+                    load_value(p.value_dtype, b.tokens(), p.tokens().at(t, h)) * w);
+      else
+        copy_value(p.value_dtype, b.permuted(), p.permuted().at(r, h), b.tokens(),
+                   p.tokens().at(t, h));
     if (dp_out) dp[static_cast<size_t>(t * p.E + e)] += u3_dot(p, b, r, t);
   }
   if (!dp_out) return Status::success();

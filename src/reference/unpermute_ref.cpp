@@ -156,10 +156,16 @@ Status unpermute_grad(const Plan &p, const Buffers &b) {
   std::vector<float> dx(static_cast<size_t>(p.R * p.H), 0.0f);
   std::vector<float> dp(static_cast<size_t>(p.T * p.E), 0.0f);
   auto g_at = [&](int64_t t, int64_t h) { return load_value(vt, b.tokens(), p.tokens().at(t, h)); };
+  // Without probs, dX[r] is G[t]'s row copied (U5: the permute forward's row copy, bit for
+  // bit, so a signalling NaN stays signalling); rows no slot names stay +0.
+  Index copied_from(static_cast<size_t>(p.R), -1);
   // dX[r] = G[t] (times p with probs); dP[t, e] = dot(X[r], G[t]) when e >= 0.
   auto scatter = [&](int64_t r, int64_t t, float pv, int64_t e) {
-    for (int64_t h = 0; h < p.H; ++h)
-      dx[static_cast<size_t>(r * p.H + h)] = probs ? g_at(t, h) * pv : g_at(t, h);
+    if (!probs) {
+      copied_from[static_cast<size_t>(r)] = t;
+      return;
+    }
+    for (int64_t h = 0; h < p.H; ++h) dx[static_cast<size_t>(r * p.H + h)] = g_at(t, h) * pv;
     if (dp_out && e >= 0) dp[static_cast<size_t>(t * p.E + e)] = u3_dot(p, b, r, t);
   };
   if (!p.drop_and_pad) {
@@ -181,6 +187,10 @@ Status unpermute_grad(const Plan &p, const Buffers &b) {
     }
   }
   store_rows(vt, b.permuted(), p.permuted(), dx, p.H);
+  for (int64_t r = 0; r < p.R; ++r)
+    if (const int64_t t = copied_from[static_cast<size_t>(r)]; t >= 0)
+      for (int64_t h = 0; h < p.H; ++h)
+        copy_value(vt, b.permuted(), p.permuted().at(r, h), b.tokens(), p.tokens().at(t, h));
   if (p.probs != ProbsWork::none)
     store_rows(p.dtype(Role::dense_probs_grad), b.dense_probs_grad(), p.dense_probs_grad(), dp,
                p.E);

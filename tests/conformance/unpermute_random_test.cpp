@@ -41,6 +41,14 @@ struct Case {
   int64_t R() const { return drop_and_pad ? E * KC : T * KC; }
 };
 
+uint32_t special_bits(DType dt, std::mt19937 &rng) {
+  static const std::vector<uint32_t> bf16{0x7fc0, 0x7f81, 0xffc3, 0x7f80, 0xff80, 0x7f7f},
+      f16{0x7e00, 0x7d00, 0xfe55, 0x7c00, 0xfc00, 0x7bff},
+      f32{0x7fc00001, 0xff800123, 0x7fbfffff, 0x7f800000, 0xff800000, 0x7f7fffff};
+  const std::vector<uint32_t> &v = dt == DType::bf16 ? bf16 : dt == DType::f16 ? f16 : f32;
+  return v[rng() % v.size()];
+}
+
 // Random inputs of one case, shared by both operators' runs.
 struct Inputs {
   Buf x, g, map, probs, s, o, i;
@@ -61,6 +69,15 @@ Inputs make_inputs(const Case &c, uint32_t seed) {
     for (int64_t h = 0; h < c.H; ++h) in.x.set_bits(r, h, value_bits(c.vdt, rng));
   for (int64_t t = 0; t < c.T; ++t)
     for (int64_t h = 0; h < c.H; ++h) in.g.set_bits(t, h, value_bits(c.vdt, rng));
+  // A quarter of G's rows (even tokens) get one special value: NaNs with assorted payloads (quiet
+  // and signalling), infinities (times a zero prob: the default NaN) and the largest finite value
+  // (times a prob above 1: overflow). Every row kernel must round them as the reference does (the
+  // vector kernels take a separate NaN path). One per row: the dot products of dP then see at most
+  // one NaN, whose payload every fma order keeps.
+  for (int64_t t = 0; t < c.T; t += 2)
+    if (c.H > 0 && rng() % 2 == 0)
+      in.g.set_bits(t, static_cast<int64_t>(rng() % static_cast<uint32_t>(c.H)),
+                    special_bits(c.vdt, rng));
   // Map: each token routes to 0..K distinct experts (drop-less: fewer than K is allowed).
   in.map = Buf(c.T % 2 ? DType::boolean : DType::i8, {c.T, c.E}, c.lay);
   const int64_t max_k = c.drop_and_pad ? c.E : c.KC;
@@ -76,12 +93,23 @@ Inputs make_inputs(const Case &c, uint32_t seed) {
   }
   if (c.pdt) {
     in.probs = Buf(*c.pdt, {c.T, c.E}, c.lay);
-    for (int64_t t = 0; t < c.T; ++t)
+    for (int64_t t = 0; t < c.T; ++t) {
+      bool nan_prob_in_row = false;
       for (int64_t e = 0; e < c.E; ++e) {
         const uint32_t r = rng() % 16;
         const double v = r == 0 ? 0.0 : r == 1 ? -0.0 : (rng() % 1000) / 997.0;
         in.probs.set_bits(t, e, encode(*c.pdt, v));
+        // fp32 NaNs whose low payload bits are set: a product keeps them, and rounding it to
+        // a 16-bit token dtype must not carry them into the exponent (the NaN fix-up). At
+        // most one per token, on odd tokens only (G's special values are on even ones): two
+        // NaNs meeting in one add or product keep the payload of whichever operand the
+        // compiler put first, which no specification fixes.
+        if (*c.pdt == DType::f32 && r == 2 && t % 2 == 1 && !nan_prob_in_row) {
+          in.probs.set_bits(t, e, rng() % 2 ? 0x7fffffffu : 0xff80ffffu);
+          nan_prob_in_row = true;
+        }
       }
+    }
   }
   // S / outIndex: drop-less, permutations of the rows with -1 holes; drop-and-pad, S and
   // permuteTokenId any token ids, outIndex a permutation.
