@@ -160,6 +160,89 @@ struct Bf16Pairs {
   }
 };
 
+// A product rounded to bf16 and widened back (Term::scaled_rounded), lane by lane.
+__m256 rounded_bf16(__m256 x) {
+  const __m256i hi = _mm256_set1_epi32(int32_t(0xffff0000u));
+  __m256i r = _mm256_and_si256(Bf16Pairs::biased(x), hi);
+  const __m256 is_nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+  if (_mm256_movemask_ps(is_nan) != 0)
+    r = _mm256_blendv_epi8(
+        r,
+        _mm256_or_si256(_mm256_and_si256(_mm256_castps_si256(x), hi), _mm256_set1_epi32(0x400000)),
+        _mm256_castps_si256(is_nan));
+  return _mm256_castsi256_ps(r);
+}
+
+template <Term kTerm>
+__m256 pair_term(__m256 v, __m256 w) {
+  if constexpr (kTerm == Term::plain) {
+    (void)w;
+    return v;
+  } else if constexpr (kTerm == Term::scaled) {
+    return _mm256_mul_ps(v, w);
+  } else {
+    return rounded_bf16(_mm256_mul_ps(v, w));
+  }
+}
+
+// Avx2Bf16's sum_impl, in pairs: the same per-element sums (+0, then the terms in ascending
+// k, in fp32, rounded once); the accumulator tile keeps the pair layout between groups.
+template <Term kTerm>
+void sum_bf16_pairs(void *dst_v, const void *const *srcs_v, const float *weights, int64_t nsrc,
+                    int64_t n, bool stream) {
+  auto *dst = static_cast<uint16_t *>(dst_v);
+  const auto *const *srcs = reinterpret_cast<const uint16_t *const *>(srcs_v);
+  const bool nt = stream && reinterpret_cast<uintptr_t>(dst) % 16 == 0;
+  auto weight = [&](int64_t k) { return kTerm == Term::plain ? 1.0f : weights[k]; };
+  alignas(64) float acc[kSumTile];
+  for (int64_t h0 = 0; h0 < n; h0 += kSumTile) {
+    const int64_t m = n - h0 < kSumTile ? n - h0 : kSumTile, m32 = m - m % 32;
+    int64_t g0 = 0;
+    do {  // at least once: nsrc == 0 stores +0
+      const int64_t g1 = g0 + kSumGroup < nsrc ? g0 + kSumGroup : nsrc;
+      const bool first = g0 == 0, last = g1 == nsrc;
+      for (int64_t i = 0; i < m32; i += 32) {
+        __m256 x[4];
+        for (int u = 0; u < 4; ++u)
+          x[u] = first ? _mm256_setzero_ps() : _mm256_load_ps(acc + i + 8 * u);
+        for (int64_t k = g0; k < g1; ++k) {
+          const uint16_t *src = srcs[k] + h0 + i;
+          Avx2Base::prefetch(src + kPrefetchAhead / 2);
+          const __m256 w = _mm256_set1_ps(weight(k));
+          for (int half = 0; half < 2; ++half) {
+            const __m256i v = Bf16Pairs::load(src + 16 * half);
+            x[2 * half] = _mm256_add_ps(x[2 * half], pair_term<kTerm>(Bf16Pairs::even(v), w));
+            x[2 * half + 1] =
+                _mm256_add_ps(x[2 * half + 1], pair_term<kTerm>(Bf16Pairs::odd(v), w));
+          }
+        }
+        for (int half = 0; half < 2; ++half) {
+          if (last) {
+            Avx2Base::store32(dst + h0 + i + 16 * half,
+                              Bf16Pairs::pack(x[2 * half], x[2 * half + 1]), nt);
+          } else {
+            _mm256_store_ps(acc + i + 16 * half, x[2 * half]);
+            _mm256_store_ps(acc + i + 16 * half + 8, x[2 * half + 1]);
+          }
+        }
+      }
+      for (int64_t i = m32; i < m; ++i) {  // the tail in natural order, one lane at a time
+        float x = first ? 0.0f : acc[i];
+        for (int64_t k = g0; k < g1; ++k) x += term1<Avx2Bf16, kTerm>(srcs[k][h0 + i], weight(k));
+        if (last)
+          dst[h0 + i] = Bf16::store(x);
+        else
+          acc[i] = x;
+      }
+      g0 = g1;
+    } while (g0 < nsrc);
+  }
+}
+
+void sum_rows_bf16_pairs(void *dst, const void *const *srcs, int64_t nsrc, int64_t n, bool stream) {
+  sum_bf16_pairs<Term::plain>(dst, srcs, nullptr, nsrc, n, stream);
+}
+
 // Avx2Bf16's scale_row_impl, in pairs.
 void scale_row_bf16_pairs(void *dst_v, const void *src_v, float w, int64_t n, bool stream) {
   auto *dst = static_cast<uint16_t *>(dst_v);
@@ -249,6 +332,9 @@ void fence() { _mm_sfence(); }
 
 // The bf16 table with the pair kernels where they replace the generic ones.
 constexpr TypedRowKernels with_pairs(TypedRowKernels k) {
+  k.sum_rows = sum_rows_bf16_pairs;
+  k.sum_scaled = sum_bf16_pairs<Term::scaled>;
+  k.sum_scaled_rounded = sum_bf16_pairs<Term::scaled_rounded>;
   k.scale_row = scale_row_bf16_pairs;
   k.scale_dot = scale_dot_bf16_pairs;
   return k;
