@@ -36,6 +36,8 @@ struct OpResult {
   double gbps = 0;           // bytes / median
   double memcpy_ms = 0;      // median of the same-run memcpy moving the same bytes
   double ratio = 0;          // median_ms / memcpy_ms
+  double traffic_ms = -1;    // median of the same-run stream of the operator's own reads and
+                             // writes (Ceilings::traffic_ms), -1 if not timed
   double ref_ms = -1;        // single-threaded reference kernel, -1 if not timed
   double per_call_ms = -1;   // median planned per call (plan + workspace + run), -1 if not timed
   int bit_differences = -1;  // cuda: output elements differing from the CPU backend; -1 not checked

@@ -45,9 +45,10 @@ void add_sort_chunks(problem_model::Problem &p, RaggedPath &r) {
 
 }  // namespace
 
-int64_t sort_chunks_bytes(const problem_model::ProblemSpec &s) {
+problem_model::Traffic sort_chunks_traffic(const problem_model::ProblemSpec &s) {
   const int64_t b = element_size(s.dtype), bp = element_size(s.probs_dtype), R = s.rows();
-  return 2 * R * s.H * b + (s.with_probs ? 2 * R * bp : 0) + 2 * 4 * s.E;
+  const int64_t row_bytes = R * s.H * b + (s.with_probs ? R * bp : 0);
+  return {row_bytes + 2 * 4 * s.E, row_bytes};
 }
 
 RaggedPath make_ragged_path(problem_model::Problem &p, problem_model::UnpermuteTensors &u) {

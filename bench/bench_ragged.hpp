@@ -31,7 +31,7 @@ struct RaggedPath {
 };
 
 // Bytes one chunk sort moves: R rows read and written (and their probs), the chunk tables.
-int64_t sort_chunks_bytes(const problem_model::ProblemSpec &s);
+problem_model::Traffic sort_chunks_traffic(const problem_model::ProblemSpec &s);
 
 // Outputs allocated (poisoned) from the shapes the library infers; `p` and `u` must outlive
 // the path (their tensors are its inputs).

@@ -27,14 +27,17 @@ void row(std::ostream &out, const CaseResult &r, const char *op, const OpResult 
   else if (o.bit_differences >= 0)  // cuda: the check against the CPU backend instead
     std::snprintf(ref, sizeof ref, "%s: %d differ", o.bit_differences == 0 ? "bitwise" : "BITS",
                   o.bit_differences);
+  char traffic[24] = "-";
+  if (o.traffic_ms > 0) std::snprintf(traffic, sizeof traffic, "%.2fx", o.median_ms / o.traffic_ms);
   char per_call[24] = "-";
   if (o.per_call_ms >= 0)
     std::snprintf(per_call, sizeof per_call, "%+.1f%%", 100.0 * (o.per_call_ms / o.median_ms - 1));
   std::snprintf(
       buf, sizeof buf,
-      "| %-14s | %-44s | %2d | %-15s | %8.1f | %9.2f | %6.2f | %9.2f | %5.2fx | %9s | %-17s |\n",
+      "| %-14s | %-44s | %2d | %-15s | %8.1f | %9.2f | %6.2f | %9.2f | %5.2fx | %10s | %9s | %-17s "
+      "|\n",
       r.c.name.c_str(), describe(r.c.spec).c_str(), r.c.threads, op, o.bytes / 1e6, o.median_ms,
-      o.gbps, o.memcpy_ms, o.ratio, per_call, ref);
+      o.gbps, o.memcpy_ms, o.ratio, traffic, per_call, ref);
   out << buf;
 }
 
@@ -43,9 +46,10 @@ void json_op(std::ostream &out, const OpResult &o) {
   std::snprintf(buf, sizeof buf,
                 "{\"median_ms\": %.4f, \"min_ms\": %.4f, \"bytes\": %.0f, \"gbps\": %.3f, "
                 "\"memcpy_ms\": %.4f, \"ratio_to_memcpy\": %.4f, \"reference_ms\": %s, "
-                "\"plan_per_call_ms\": %s, \"bit_differences_vs_cpu\": %s}",
+                "\"traffic_ms\": %s, \"plan_per_call_ms\": %s, \"bit_differences_vs_cpu\": %s}",
                 o.median_ms, o.min_ms, o.bytes, o.gbps, o.memcpy_ms, o.ratio,
                 o.ref_ms >= 0 ? std::to_string(o.ref_ms).c_str() : "null",
+                o.traffic_ms > 0 ? std::to_string(o.traffic_ms).c_str() : "null",
                 o.per_call_ms >= 0 ? std::to_string(o.per_call_ms).c_str() : "null",
                 o.bit_differences >= 0 ? std::to_string(o.bit_differences).c_str() : "null");
   out << buf;
@@ -55,11 +59,11 @@ void json_op(std::ostream &out, const OpResult &o) {
 
 void print_table(std::ostream &out, const std::vector<CaseResult> &results) {
   out << "| case           | problem                                      | th | op              "
-         "|    MB/call | median ms |   GB/s | memcpy ms | vs memcpy | plan/call | reference (1 "
-         "thread) |\n"
+         "|    MB/call | median ms |   GB/s | memcpy ms | vs memcpy | vs traffic | plan/call | "
+         "reference (1 thread) |\n"
          "|----------------|----------------------------------------------|----|-----------------"
-         "|-----------:|----------:|-------:|----------:|----------:|----------:|---------------"
-         "-------|\n";
+         "|-----------:|----------:|-------:|----------:|----------:|-----------:|----------:|"
+         "----------------------|\n";
   for (const CaseResult &r : results) {
     row(out, r, "permute", r.forward);
     row(out, r, "permute Grad", r.backward);

@@ -8,41 +8,10 @@
 
 #include "bench.hpp"
 #include "bench_ragged.hpp"
+#include "ceilings.hpp"
 
 namespace moeperm::bench {
 namespace {
-
-double now_ms() {
-  using namespace std::chrono;
-  return duration<double, std::milli>(steady_clock::now().time_since_epoch()).count();
-}
-
-// The ceiling: a multi-threaded memcpy that moves `bytes` (reads bytes/2, writes bytes/2),
-// each thread copying one contiguous chunk with the C library's memcpy. One per case, sized
-// for its largest operator, so that memory holds the sweep's largest case (T = 16384) once.
-class MemcpyBaseline {
- public:
-  explicit MemcpyBaseline(double max_bytes)
-      : cap_(static_cast<size_t>(max_bytes / 2)),
-        src_(cap_, std::byte{1}),
-        dst_(cap_, std::byte{2}) {}
-  double time_ms(double bytes, int threads) {
-    const size_t n = std::min(cap_, static_cast<size_t>(bytes / 2));
-    const double t0 = now_ms();
-    const size_t chunk = (n + static_cast<size_t>(threads) - 1) / static_cast<size_t>(threads);
-#pragma omp parallel for num_threads(threads) schedule(static)
-    for (int i = 0; i < threads; ++i) {
-      const size_t begin = std::min(n, chunk * static_cast<size_t>(i));
-      const size_t end = std::min(n, begin + chunk);
-      std::memcpy(dst_.data() + begin, src_.data() + begin, end - begin);
-    }
-    return now_ms() - t0;
-  }
-
- private:
-  size_t cap_;
-  std::vector<std::byte> src_, dst_;
-};
 
 template <class Fn>
 double time_ms(Fn &&fn) {
@@ -59,8 +28,8 @@ struct Timed {
   std::function<Plan(Backend)> plan_on;  // the same call planned on another backend
   OpResult *result;
   std::vector<std::byte> workspace;
-  double bytes;
-  std::vector<double> op_ms, copy_ms, per_call_ms;
+  problem_model::Traffic traffic;
+  std::vector<double> op_ms, copy_ms, traffic_ms, per_call_ms;
 
   // The call as a CANN program makes it: plan (the first phase), a workspace from the
   // allocator (uninitialised, as aclrtMalloc's), run.
@@ -71,14 +40,15 @@ struct Timed {
   }
 
   Timed(std::function<Plan(Backend)> planner,
-        std::function<void(const Plan &, std::span<std::byte>)> f, OpResult *r, double bytes_moved)
+        std::function<void(const Plan &, std::span<std::byte>)> f, OpResult *r,
+        problem_model::Traffic t)
       : plan(planner(Backend::cpu)),
         run(std::move(f)),
         plan_on(std::move(planner)),
         result(r),
         workspace(plan.workspace_bytes()),
-        bytes(bytes_moved) {
-    result->bytes = bytes_moved;
+        traffic(t) {
+    result->bytes = static_cast<double>(t.total());
   }
 };
 
@@ -101,55 +71,58 @@ CaseResult run_case(const Case &c, const Options &o) {
   // ragged pair's token path on the same problem.
   std::vector<Timed> ops;
   ops.reserve(10);
-  auto add = [&](auto planner, const auto &data, OpResult *result, int64_t bytes) {
+  auto add = [&](auto planner, const auto &data, OpResult *result, problem_model::Traffic t) {
     ops.emplace_back([planner](Backend be) { return planner(PlanOptions{be}); },
                      [&data](const Plan &pl, std::span<std::byte> ws) { run(pl, data, ws); },
-                     result, static_cast<double>(bytes));
+                     result, t);
   };
   const UnpermuteDesc udesc = problem_model::unpermute_desc(p, u);
   const UnpermuteGradDesc ugdesc = problem_model::unpermute_grad_desc(p, u);
   const PermuteDesc fdesc = p.permute_desc();
   const PermuteGradDesc bdesc = p.grad_desc();
   add([&](PlanOptions po) { return plan_permute(fdesc, po); }, fd, &res.forward,
-      problem_model::permute_bytes(s));
+      problem_model::permute_traffic(s));
   add([&](PlanOptions po) { return plan_unpermute(udesc, po); }, ud, &res.unpermute,
-      problem_model::unpermute_bytes(s));
+      problem_model::unpermute_traffic(s));
   add([&](PlanOptions po) { return plan_unpermute_grad(ugdesc, po); }, ugd, &res.unpermute_grad,
-      problem_model::unpermute_grad_bytes(s));
+      problem_model::unpermute_grad_traffic(s));
   add([&](PlanOptions po) { return plan_permute_grad(bdesc, po); }, bd, &res.backward,
-      problem_model::permute_grad_bytes(s));
+      problem_model::permute_grad_traffic(s));
   // The ragged pair moves the same tensors as its CANN counterparts.
   add([&](PlanOptions po) { return plan_ragged_permute(rp.permute, po); }, rp.permute_data,
-      &res.ragged_permute, problem_model::permute_bytes(s));
+      &res.ragged_permute, problem_model::permute_traffic(s));
   add([&](PlanOptions po) { return plan_ragged_unpermute(rp.unpermute, po); }, rp.unpermute_data,
-      &res.ragged_unpermute, problem_model::unpermute_bytes(s));
+      &res.ragged_unpermute, problem_model::unpermute_traffic(s));
   add([&](PlanOptions po) { return plan_ragged_unpermute_grad(rp.unpermute_grad, po); },
-      rp.unpermute_grad_data, &res.ragged_unpermute_grad, problem_model::unpermute_grad_bytes(s));
+      rp.unpermute_grad_data, &res.ragged_unpermute_grad, problem_model::unpermute_grad_traffic(s));
   add([&](PlanOptions po) { return plan_ragged_permute_grad(rp.permute_grad, po); },
-      rp.permute_grad_data, &res.ragged_permute_grad, problem_model::permute_grad_bytes(s));
+      rp.permute_grad_data, &res.ragged_permute_grad, problem_model::permute_grad_traffic(s));
   add([&](PlanOptions po) { return plan_sort_chunks(rp.sort, po); }, rp.sort_data, &res.sort_chunks,
-      sort_chunks_bytes(s));
+      sort_chunks_traffic(s));
   add([&](PlanOptions po) { return plan_sort_chunks_grad(rp.sort_grad, po); }, rp.sort_grad_data,
-      &res.sort_chunks_grad, sort_chunks_bytes(s));
+      &res.sort_chunks_grad, sort_chunks_traffic(s));
   res.plan = ops[3].plan.to_string();
   double max_bytes = 0;
-  for (const Timed &t : ops) max_bytes = std::max(max_bytes, t.bytes);
-  MemcpyBaseline copy(max_bytes);
+  for (const Timed &t : ops) max_bytes = std::max(max_bytes, t.result->bytes);
+  Ceilings ceilings(max_bytes);
 
   for (int i = 0; i < o.warmup; ++i)
     for (Timed &t : ops) {
       t.run(t.plan, t.workspace);
-      copy.time_ms(t.bytes, c.threads);
+      ceilings.memcpy_ms(t.result->bytes, c.threads);
+      ceilings.traffic_ms(t.traffic, c.threads);
     }
   // Interleaved, so that each operator and its ceiling see the same machine state.
   for (int i = 0; i < o.runs; ++i)
     for (Timed &t : ops) {
       t.op_ms.push_back(time_ms([&] { t.run(t.plan, t.workspace); }));
-      t.copy_ms.push_back(copy.time_ms(t.bytes, c.threads));
+      t.copy_ms.push_back(ceilings.memcpy_ms(t.result->bytes, c.threads));
+      t.traffic_ms.push_back(ceilings.traffic_ms(t.traffic, c.threads));
       if (c.plan_per_call) t.per_call_ms.push_back(time_ms([&] { t.run_planned_per_call(); }));
     }
   for (Timed &t : ops) {
     finish(*t.result, t.op_ms, t.copy_ms);
+    t.result->traffic_ms = median(t.traffic_ms);
     if (c.plan_per_call) t.result->per_call_ms = median(t.per_call_ms);
   }
 

@@ -296,37 +296,37 @@ PermuteGradData Problem::grad_data() {
   return d;
 }
 
-int64_t permute_bytes(const ProblemSpec &s) {
+Traffic permute_traffic(const ProblemSpec &s) {
   const int64_t b = element_size(s.dtype), bp = element_size(s.probs_dtype), R = s.rows();
   const int64_t rows_read = s.drop_and_pad ? R : s.T;  // drop-less reads each token once
-  int64_t bytes = rows_read * s.H * b + s.T * s.E + R * s.H * b + R * 4;
-  if (s.with_probs) bytes += R * bp * 2;
-  return bytes;
+  Traffic t{rows_read * s.H * b + s.T * s.E, R * s.H * b + R * 4};
+  if (s.with_probs) t.reads += R * bp, t.writes += R * bp;
+  return t;
 }
 
-int64_t permute_grad_bytes(const ProblemSpec &s) {
+Traffic permute_grad_traffic(const ProblemSpec &s) {
   const int64_t b = element_size(s.dtype), bp = element_size(s.probs_dtype), R = s.rows();
-  int64_t bytes = R * s.H * b + R * 4 + s.T * s.H * b;
-  if (s.with_probs) bytes += R * bp + s.T * s.E * (bp + 1);
-  return bytes;
+  Traffic t{R * s.H * b + R * 4, s.T * s.H * b};
+  if (s.with_probs) t.reads += R * bp + s.T * s.E, t.writes += s.T * s.E * bp;
+  return t;
 }
 
 // Unpermute: reads X [R, H] (rows named by no slot included, as for the permute Grad) and S;
 // with probs the map and P; writes [T, H] and the three [R] side outputs.
-int64_t unpermute_bytes(const ProblemSpec &s) {
+Traffic unpermute_traffic(const ProblemSpec &s) {
   const int64_t b = element_size(s.dtype), bp = element_size(s.probs_dtype), R = s.rows();
-  int64_t bytes = R * s.H * b + R * 4 + s.T * s.H * b + R * 4 * 2;
-  if (s.with_probs) bytes += s.T * s.E * (bp + 1) + R * bp;
-  return bytes;
+  Traffic t{R * s.H * b + R * 4, s.T * s.H * b + R * 4 * 2};
+  if (s.with_probs) t.reads += s.T * s.E * (bp + 1), t.writes += R * bp;
+  return t;
 }
 
 // Unpermute Grad: reads G [T, H] and (O, I), writes dX [R, H]; with probs reads the map, P
 // and X (for dP) and writes dP.
-int64_t unpermute_grad_bytes(const ProblemSpec &s) {
+Traffic unpermute_grad_traffic(const ProblemSpec &s) {
   const int64_t b = element_size(s.dtype), bp = element_size(s.probs_dtype), R = s.rows();
-  int64_t bytes = s.T * s.H * b + R * 4 * 2 + R * s.H * b;
-  if (s.with_probs) bytes += s.T * s.E * (2 * bp + 1) + R * s.H * b;
-  return bytes;
+  Traffic t{s.T * s.H * b + R * 4 * 2, R * s.H * b};
+  if (s.with_probs) t.reads += s.T * s.E * (bp + 1) + R * s.H * b, t.writes += s.T * s.E * bp;
+  return t;
 }
 
 UnpermuteTensors make_unpermute_tensors(const Problem &p) {

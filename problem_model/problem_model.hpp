@@ -134,11 +134,24 @@ UnpermuteGradData unpermute_grad_data(Problem &p, UnpermuteTensors &u);
 // infer_outputs gives; throws moeperm::Error where the forward's inputs are invalid.
 Problem make_problem(const ProblemSpec &spec);
 
-// Bytes one call must move at least (reads + writes), the figure GB/s is computed from.
-int64_t permute_bytes(const ProblemSpec &spec);
-int64_t permute_grad_bytes(const ProblemSpec &spec);
-int64_t unpermute_bytes(const ProblemSpec &spec);
-int64_t unpermute_grad_bytes(const ProblemSpec &spec);
+// Bytes one call must read and write at least; their total is the figure GB/s is computed
+// from, the split what a same-traffic ceiling streams (moeperm bench).
+struct Traffic {
+  int64_t reads = 0, writes = 0;
+  int64_t total() const { return reads + writes; }
+};
+Traffic permute_traffic(const ProblemSpec &spec);
+Traffic permute_grad_traffic(const ProblemSpec &spec);
+Traffic unpermute_traffic(const ProblemSpec &spec);
+Traffic unpermute_grad_traffic(const ProblemSpec &spec);
+inline int64_t permute_bytes(const ProblemSpec &spec) { return permute_traffic(spec).total(); }
+inline int64_t permute_grad_bytes(const ProblemSpec &spec) {
+  return permute_grad_traffic(spec).total();
+}
+inline int64_t unpermute_bytes(const ProblemSpec &spec) { return unpermute_traffic(spec).total(); }
+inline int64_t unpermute_grad_bytes(const ProblemSpec &spec) {
+  return unpermute_grad_traffic(spec).total();
+}
 
 // Number of elements whose bytes differ between two views of the same shape and dtype.
 int64_t count_bit_differences(const HostTensor &a, const HostTensor &b);

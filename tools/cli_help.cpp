@@ -107,8 +107,13 @@ its Grad (expert parallelism's sort by local expert, docs/sort_chunks.md). For e
 reports the median of the timed runs after warm-up, the bytes one call must move at least
 (reads + writes), the effective GB/s, and the ratio to a multi-threaded memcpy that moves
 the same number of bytes (copies half of them), timed in the same run right after the
-operator: the practical ceiling of a memory-bound operator on this machine. The named
-cases also time the single-threaded reference kernels. The output starts with the host: CPU
+operator: the practical ceiling of a memory-bound operator on this machine. "vs traffic"
+compares with the operator's own read/write mix moved as plainly as it can be (the
+smaller stream copied with memcpy, the rest of the larger one streamed): where memory
+writes more slowly than it reads, write-heavy operators sit above the memcpy ratio but
+near this one (docs/cpu-performance.md). The named cases also time each operator planned
+per call as a CANN program calls it (plan + workspace + run; "plan/call", against the plan
+built once) and the single-threaded reference kernels. The output starts with the host: CPU
 model, hardware threads, caches (cpu0's, from sysfs) and the CPU kernels' instruction set
 (`--json` records the same under "host"), so tables from different hosts can be told apart.
 
