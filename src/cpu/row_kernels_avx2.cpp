@@ -127,6 +127,13 @@ struct Avx2F32 : Avx2Base {
 // lanes then hold elements in even/odd order; the products and roundings are the same
 // element for element (so the same bits as Avx2Bf16's), and U3's partial sums are put back
 // in natural order before the final reduction.
+//
+// Rounding needs a NaN fix-up only for a NaN whose low 16 bits are not zero (the bias would
+// carry into the exponent or the sign). A NaN made from bf16 inputs never has one: x86
+// propagates an input NaN's payload (quieted), a bf16 widened to fp32 has a zero low half,
+// and an invalid operation (inf - inf, inf * 0) gives the default NaN 0xffc00000. Only an
+// fp32 weight can bring one in, so each kernel checks its weights once per call and leaves
+// the fix-up out (kNanFixup = false) when none is NaN: the same bits, fewer instructions.
 struct Bf16Pairs {
   static __m256i load(const uint16_t *p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i *>(p));
@@ -142,9 +149,11 @@ struct Bf16Pairs {
     return _mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
   }
   // The 16 bf16 of even lanes e and odd lanes o, in element order.
+  template <bool kNanFixup>
   static __m256i pack(__m256 e, __m256 o) {
     const __m256i hi = _mm256_set1_epi32(int32_t(0xffff0000u));
     __m256i re = _mm256_srli_epi32(biased(e), 16), ro = _mm256_and_si256(biased(o), hi);
+    if constexpr (!kNanFixup) return _mm256_or_si256(re, ro);
     const __m256 nan_e = _mm256_cmp_ps(e, e, _CMP_UNORD_Q),
                  nan_o = _mm256_cmp_ps(o, o, _CMP_UNORD_Q);
     if (_mm256_movemask_ps(_mm256_or_ps(nan_e, nan_o)) != 0) {  // quiet NaN, payload's top bits
@@ -161,9 +170,11 @@ struct Bf16Pairs {
 };
 
 // A product rounded to bf16 and widened back (Term::scaled_rounded), lane by lane.
+template <bool kNanFixup>
 __m256 rounded_bf16(__m256 x) {
   const __m256i hi = _mm256_set1_epi32(int32_t(0xffff0000u));
   __m256i r = _mm256_and_si256(Bf16Pairs::biased(x), hi);
+  if constexpr (!kNanFixup) return _mm256_castsi256_ps(r);
   const __m256 is_nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
   if (_mm256_movemask_ps(is_nan) != 0)
     r = _mm256_blendv_epi8(
@@ -173,7 +184,7 @@ __m256 rounded_bf16(__m256 x) {
   return _mm256_castsi256_ps(r);
 }
 
-template <Term kTerm>
+template <Term kTerm, bool kNanFixup>
 __m256 pair_term(__m256 v, __m256 w) {
   if constexpr (kTerm == Term::plain) {
     (void)w;
@@ -181,14 +192,14 @@ __m256 pair_term(__m256 v, __m256 w) {
   } else if constexpr (kTerm == Term::scaled) {
     return _mm256_mul_ps(v, w);
   } else {
-    return rounded_bf16(_mm256_mul_ps(v, w));
+    return rounded_bf16<kNanFixup>(_mm256_mul_ps(v, w));
   }
 }
 
 // Avx2Bf16's sum_impl, in pairs: the same per-element sums (+0, then the terms in ascending
 // k, in fp32, rounded once); the accumulator tile keeps the pair layout between groups.
-template <Term kTerm>
-void sum_bf16_pairs(void *dst_v, const void *const *srcs_v, const float *weights, int64_t nsrc,
+template <Term kTerm, bool kNanFixup>
+void sum_pairs_impl(void *dst_v, const void *const *srcs_v, const float *weights, int64_t nsrc,
                     int64_t n, bool stream) {
   auto *dst = static_cast<uint16_t *>(dst_v);
   const auto *const *srcs = reinterpret_cast<const uint16_t *const *>(srcs_v);
@@ -211,15 +222,16 @@ void sum_bf16_pairs(void *dst_v, const void *const *srcs_v, const float *weights
           const __m256 w = _mm256_set1_ps(weight(k));
           for (int half = 0; half < 2; ++half) {
             const __m256i v = Bf16Pairs::load(src + 16 * half);
-            x[2 * half] = _mm256_add_ps(x[2 * half], pair_term<kTerm>(Bf16Pairs::even(v), w));
+            x[2 * half] =
+                _mm256_add_ps(x[2 * half], pair_term<kTerm, kNanFixup>(Bf16Pairs::even(v), w));
             x[2 * half + 1] =
-                _mm256_add_ps(x[2 * half + 1], pair_term<kTerm>(Bf16Pairs::odd(v), w));
+                _mm256_add_ps(x[2 * half + 1], pair_term<kTerm, kNanFixup>(Bf16Pairs::odd(v), w));
           }
         }
         for (int half = 0; half < 2; ++half) {
           if (last) {
             Avx2Base::store32(dst + h0 + i + 16 * half,
-                              Bf16Pairs::pack(x[2 * half], x[2 * half + 1]), nt);
+                              Bf16Pairs::pack<kNanFixup>(x[2 * half], x[2 * half + 1]), nt);
           } else {
             _mm256_store_ps(acc + i + 16 * half, x[2 * half]);
             _mm256_store_ps(acc + i + 16 * half + 8, x[2 * half + 1]);
@@ -239,12 +251,24 @@ void sum_bf16_pairs(void *dst_v, const void *const *srcs_v, const float *weights
   }
 }
 
+// Avx2Bf16's sum_impl, in pairs, with the NaN fix-up only where a weight is NaN.
+template <Term kTerm>
+void sum_bf16_pairs(void *dst, const void *const *srcs, const float *weights, int64_t nsrc,
+                    int64_t n, bool stream) {
+  bool nan_weight = false;
+  for (int64_t k = 0; kTerm != Term::plain && k < nsrc; ++k)
+    nan_weight = nan_weight || std::isnan(weights[k]);
+  (nan_weight ? sum_pairs_impl<kTerm, true> : sum_pairs_impl<kTerm, false>)(dst, srcs, weights,
+                                                                            nsrc, n, stream);
+}
+
 void sum_rows_bf16_pairs(void *dst, const void *const *srcs, int64_t nsrc, int64_t n, bool stream) {
-  sum_bf16_pairs<Term::plain>(dst, srcs, nullptr, nsrc, n, stream);
+  sum_pairs_impl<Term::plain, false>(dst, srcs, nullptr, nsrc, n, stream);
 }
 
 // Avx2Bf16's scale_row_impl, in pairs.
-void scale_row_bf16_pairs(void *dst_v, const void *src_v, float w, int64_t n, bool stream) {
+template <bool kNanFixup>
+void scale_row_pairs_impl(void *dst_v, const void *src_v, float w, int64_t n, bool stream) {
   auto *dst = static_cast<uint16_t *>(dst_v);
   const auto *src = static_cast<const uint16_t *>(src_v);
   const bool nt = stream && reinterpret_cast<uintptr_t>(dst) % 16 == 0;
@@ -254,16 +278,17 @@ void scale_row_bf16_pairs(void *dst_v, const void *src_v, float w, int64_t n, bo
     Avx2Base::prefetch(src + i + kPrefetchAhead / 2);
     const __m256i v = Bf16Pairs::load(src + i);
     Avx2Base::store32(dst + i,
-                      Bf16Pairs::pack(_mm256_mul_ps(Bf16Pairs::even(v), wv),
-                                      _mm256_mul_ps(Bf16Pairs::odd(v), wv)),
+                      Bf16Pairs::pack<kNanFixup>(_mm256_mul_ps(Bf16Pairs::even(v), wv),
+                                                 _mm256_mul_ps(Bf16Pairs::odd(v), wv)),
                       nt);
   }
   for (int64_t i = n16; i < n; ++i) dst[i] = Bf16::store(Bf16::load(src[i]) * w);
 }
 
-// Avx2Bf16's scale_dot_impl, in pairs: part registers pe0/po0 hold U3's partial sums
-// l = 0, 2, .., 14 / 1, 3, .., 15 and pe1/po1 l = 16, 18, .., 30 / 17, .., 31.
-float scale_dot_bf16_pairs(void *dst_v, const void *g_v, float w, const void *x_v, int64_t n,
+// Avx2Bf16's scale_dot_impl, in pairs: part registers pe0/po0 hold U3's
+// partial sums l = 0, 2, .., 14 / 1, 3, .., 15 and pe1/po1 l = 16, 18, .., 30 / 17, .., 31.
+template <bool kNanFixup>
+float scale_dot_pairs_impl(void *dst_v, const void *g_v, float w, const void *x_v, int64_t n,
                            bool stream) {
   auto *dst = static_cast<uint16_t *>(dst_v);
   const auto *g = static_cast<const uint16_t *>(g_v);
@@ -282,7 +307,8 @@ float scale_dot_bf16_pairs(void *dst_v, const void *g_v, float w, const void *x_
       part[2 * half] = _mm256_fmadd_ps(Bf16Pairs::even(xv), ge, part[2 * half]);
       part[2 * half + 1] = _mm256_fmadd_ps(Bf16Pairs::odd(xv), go, part[2 * half + 1]);
       Avx2Base::store32(dst + h0 + 16 * half,
-                        Bf16Pairs::pack(_mm256_mul_ps(ge, wv), _mm256_mul_ps(go, wv)), nt);
+                        Bf16Pairs::pack<kNanFixup>(_mm256_mul_ps(ge, wv), _mm256_mul_ps(go, wv)),
+                        nt);
     }
   }
   alignas(32) float pairs[4][8];
@@ -329,6 +355,17 @@ void copy_avx2(void *dst_v, const void *src_v, int64_t bytes, bool stream) {
 }
 
 void fence() { _mm_sfence(); }
+
+void scale_row_bf16_pairs(void *dst, const void *src, float w, int64_t n, bool stream) {
+  (std::isnan(w) ? scale_row_pairs_impl<true> : scale_row_pairs_impl<false>)(dst, src, w, n,
+                                                                             stream);
+}
+
+float scale_dot_bf16_pairs(void *dst, const void *g, float w, const void *x, int64_t n,
+                           bool stream) {
+  return (std::isnan(w) ? scale_dot_pairs_impl<true> : scale_dot_pairs_impl<false>)(dst, g, w, x, n,
+                                                                                    stream);
+}
 
 // The bf16 table with the pair kernels where they replace the generic ones.
 constexpr TypedRowKernels with_pairs(TypedRowKernels k) {
