@@ -9,12 +9,10 @@
 namespace moeperm::detail {
 namespace {
 
-// Outputs larger than this bypass the cache: they cannot stay in it anyway, and skipping
-// the read-for-ownership of each destination line saves a third of the traffic of a copy.
-constexpr int64_t kStreamingBytes = int64_t{16} << 20;
-
+// Outputs too large to stay in the cache bypass it: skipping the read-for-ownership of each
+// destination line saves a third of the traffic of a copy (cpu::streaming_store_bytes).
 bool streams(const Plan &p, int64_t output_rows) {
-  return output_rows * p.H * element_size(p.value_dtype) >= kStreamingBytes;
+  return output_rows * p.H * element_size(p.value_dtype) >= cpu::streaming_store_bytes();
 }
 
 void add_block_ranks(Plan &p) {

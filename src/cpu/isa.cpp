@@ -1,6 +1,9 @@
 #include "cpu/isa.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <fstream>
+#include <string>
 #include <string_view>
 
 #if defined(__x86_64__) && defined(MOEPERM_HAVE_X86_ISAS)
@@ -58,6 +61,46 @@ Isa selected_isa() {
       if (v == to_string(isa) && isa_supported(isa)) return isa;
   }
   return best_isa();
+}
+
+namespace {
+
+// The largest data cache level 3 that cpu0 shares, in bytes, as Linux's sysfs describes it
+// (0 where it says nothing). Not sysconf(_SC_LEVEL3_CACHE_SIZE): on the AMD EPYC VM this
+// project builds on, glibc reports the whole package's 256 MiB there, while sysfs gives the
+// 32 MiB cpu0 actually shares, which is what the measured crossover follows
+// (docs/cpu-performance.md, experiment 8).
+int64_t shared_cache_bytes() {
+  int64_t best = 0;
+  for (int i = 0; i < 8; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::string level, type, size;
+    std::ifstream(dir + "level") >> level;
+    std::ifstream(dir + "type") >> type;
+    std::ifstream(dir + "size") >> size;
+    if (level != "3" || type == "Instruction") continue;
+    int64_t v = 0;
+    size_t j = 0;
+    for (; j < size.size() && size[j] >= '0' && size[j] <= '9'; ++j) v = v * 10 + (size[j] - '0');
+    if (j < size.size()) v <<= size[j] == 'K' ? 10 : size[j] == 'M' ? 20 : size[j] == 'G' ? 30 : 0;
+    best = std::max(best, v);
+  }
+  return best;
+}
+
+}  // namespace
+
+int64_t streaming_store_bytes() {
+  if (const char *env = std::getenv("MOEPERM_CPU_STREAMING_BYTES"); env && *env) {
+    char *end = nullptr;
+    const long long v = std::strtoll(env, &end, 10);
+    if (*end == '\0' && v >= 0) return v;
+  }
+  static const int64_t from_cache = [] {
+    const int64_t l3 = shared_cache_bytes();
+    return l3 > 0 ? std::max<int64_t>(int64_t{4} << 20, l3 / 2) : int64_t{16} << 20;
+  }();
+  return from_cache;
 }
 
 const RowKernels &row_kernels(Isa isa) {

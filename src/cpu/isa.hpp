@@ -17,6 +17,13 @@ Isa best_isa();
 // CPU has, so a forced variant never crashes), else best_isa().
 Isa selected_isa();
 
+// Outputs of at least this many bytes are written with non-temporal stores: half the
+// level-3 cache cpu0 shares (at least 4 MiB; 16 MiB where the host does not say), or
+// MOEPERM_CPU_STREAMING_BYTES when set to a byte count. Below it, an output can stay in the
+// cache for whoever reads it next, and cached stores are faster; above it they only add a
+// read of every destination line (docs/cpu-performance.md, experiment 8). Read at plan time.
+int64_t streaming_store_bytes();
+
 // dst[0..n) = round(sum over k = 0..nsrc-1, ascending, of srcs[k][0..n)), fp32 accumulation
 // starting from +0, one rounding (SPEC §4); nsrc == 0 writes +0. Rows are contiguous.
 // With `stream`, dst is written with non-temporal stores where aligned.

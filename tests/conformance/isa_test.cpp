@@ -63,9 +63,12 @@ TEST_P(Isa, SumsWithManySources) {
   expect_equal(dl);
 }
 
-// Outputs of at least 16 MiB are written with non-temporal stores where rows are aligned;
-// odd row widths make most rows unaligned.
+// Outputs of at least the streaming threshold are written with non-temporal stores where
+// rows are aligned; odd row widths make most rows unaligned. The threshold is pinned to
+// 16 MiB here (it follows the host's cache otherwise), so the same problems stream on
+// every host.
 TEST_P(Isa, StreamingStoresForLargeOutputs) {
+  const ScopedEnv threshold("MOEPERM_CPU_STREAMING_BYTES", "16777216");
   ProblemSpec dl;
   dl.T = 2048, dl.H = 2049, dl.E = 8, dl.K = 2, dl.dtype = dl.probs_dtype = DType::f32;
   expect_equal(dl, "streaming-stores");
@@ -73,6 +76,24 @@ TEST_P(Isa, StreamingStoresForLargeOutputs) {
   dp.T = 4096, dp.H = 2049, dp.E = 8, dp.K = 2, dp.capacity = 512, dp.drop_and_pad = true;
   dp.dtype = DType::bf16, dp.probs_dtype = DType::bf16;
   expect_equal(dp, "streaming-stores");
+}
+
+// The plan chooses non-temporal stores from the output's size against the threshold, which
+// MOEPERM_CPU_STREAMING_BYTES sets: 0 streams every output, a threshold above the output
+// none; the bits are the same either way.
+TEST_P(Isa, StreamingThresholdDecidesTheStoreKind) {
+  ProblemSpec s;
+  s.T = 300, s.H = 1000, s.E = 8, s.K = 2, s.dtype = s.probs_dtype = DType::bf16;
+  for (const char *bytes : {"0", "1200000", "1199999", "1000000000"}) {
+    SCOPED_TRACE(bytes);
+    const ScopedEnv threshold("MOEPERM_CPU_STREAMING_BYTES", bytes);
+    const Plan fwd = plan_permute(tools::make_problem(s).permute_desc(), {backend()});
+    // The forward writes R = T*K = 600 rows of 1000 bf16: 1,200,000 bytes.
+    const bool streams = std::stoll(bytes) <= 1200000;
+    EXPECT_EQ(fwd.to_string().find("streaming-stores") != std::string::npos, streams)
+        << fwd.to_string();
+    expect_equal(s);
+  }
 }
 
 // SPEC §4: sums are bitwise identical on every backend, NaNs included. G gets NaNs with
