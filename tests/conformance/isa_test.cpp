@@ -84,7 +84,7 @@ TEST_P(Isa, StreamingStoresForLargeOutputs) {
 TEST_P(Isa, StreamingThresholdDecidesTheStoreKind) {
   ProblemSpec s;
   s.T = 300, s.H = 1000, s.E = 8, s.K = 2, s.dtype = s.probs_dtype = DType::bf16;
-  for (const char *bytes : {"0", "1200000", "1199999", "1000000000"}) {
+  for (const char *bytes : {"0", "1200000", "1200001", "1000000000"}) {
     SCOPED_TRACE(bytes);
     const ScopedEnv threshold("MOEPERM_CPU_STREAMING_BYTES", bytes);
     const Plan fwd = plan_permute(tools::make_problem(s).permute_desc(), {backend()});
