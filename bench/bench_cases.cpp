@@ -33,6 +33,18 @@ std::vector<Case> standard_cases(const Options &o) {
     cann.dtype = cann.probs_dtype = DType::f32;
     cases.push_back({"cann-sample", cann, n, true, true});
   }
+  if (std::find(o.suites.begin(), o.suites.end(), "smoke") != o.suites.end()) {
+    // Only when asked for: the named cases' kinds at odd, small sizes, every operator and
+    // column in well under a second. It checks the bench itself (CI runs it); its times mean
+    // nothing.
+    problem_model::ProblemSpec small = deepseek();
+    small.T = 257, small.H = 96, small.E = 16, small.K = 4;
+    cases.push_back({"smoke-dropless", small, n, true, true});
+    problem_model::ProblemSpec padded = small;
+    padded.capacity = 9, padded.drop_and_pad = true;
+    padded.dtype = padded.probs_dtype = DType::f32;
+    cases.push_back({"smoke-padded", padded, n, true, true});
+  }
   if (wanted(o, "sweep"))
     for (int64_t T = 512; T <= 16384; T *= 2) {
       problem_model::ProblemSpec s = deepseek();

@@ -123,6 +123,8 @@ suites (default: all three):
            cann-sample  T=4096 H=7168 E=256 C=16 fp32 drop-and-pad, with probs
   sweep    deepseek with T = 512, 1024, ..., 16384 (how time grows with the work)
   threads  deepseek with 1 .. N threads (scaling)
+  smoke    (only when named) the named kinds at T=257 H=96 E=16: checks the bench runs
+           every operator and column; its times mean nothing
 
 flags:
   --suite S            run suite S (repeatable)

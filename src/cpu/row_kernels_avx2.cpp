@@ -82,11 +82,6 @@ struct Avx2Bf16 : Avx2Base {
     const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
     store16(p, _mm256_castsi256_si128(packed), stream);
   }
-  // 2W elements from two registers with one pack, one permute and one 32-byte store.
-  static void store2(S *p, reg a, reg b, bool stream) {
-    const __m256i ra = nan_fixed(a, round_lanes(a)), rb = nan_fixed(b, round_lanes(b));
-    store32(p, _mm256_permute4x64_epi64(_mm256_packus_epi32(ra, rb), 0xD8), stream);
-  }
 };
 
 struct Avx2F16 : Avx2Base {
