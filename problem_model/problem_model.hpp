@@ -29,7 +29,7 @@ struct CacheLineAllocator {
   template <class U>
   CacheLineAllocator(const CacheLineAllocator<U> &) noexcept {}
   T *allocate(size_t n) { return static_cast<T *>(::operator new(n * sizeof(T), kAlign)); }
-  void deallocate(T *p, size_t n) noexcept { ::operator delete(p, n * sizeof(T), kAlign); }
+  void deallocate(T *p, size_t) noexcept { ::operator delete(p, kAlign); }
   friend bool operator==(CacheLineAllocator, CacheLineAllocator) { return true; }
 };
 using Storage = std::vector<std::byte, CacheLineAllocator<std::byte>>;
