@@ -172,6 +172,27 @@ void scale_row_impl(void *dst_v, const void *src_v, float w, int64_t n, bool str
   for (int64_t i = nv; i < n; ++i) dst[i] = Vec::Scalar::store(Vec::Scalar::load(src[i]) * w);
 }
 
+// U3's final reduction of the 32 partial sums: part[l] += part[l + w] for w = 16, 8, 4, 2, 1.
+inline float u3_reduce(float *lanes) {
+  for (int64_t w = 16; w >= 1; w /= 2)
+    for (int64_t l = 0; l < w; ++l) lanes[l] += lanes[l + w];
+  return lanes[0];
+}
+
+// scale_dot's elements past the last whole block of 32, h0 <= h < n, one at a time: the dot
+// into lanes[h - h0], dst[h] = round(g[h] * w); then U3's reduction.
+template <class Vec>
+float scale_dot_tail(float *lanes, typename Vec::S *dst, const typename Vec::S *g,
+                     const typename Vec::S *x, float w, int64_t h0, int64_t n) {
+  using Scalar = typename Vec::Scalar;
+  for (int64_t h = h0; h < n; ++h) {
+    const float gh = Scalar::load(g[h]);
+    lanes[h - h0] = Vec::fma1(Scalar::load(x[h]), gh, lanes[h - h0]);
+    dst[h] = Scalar::store(gh * w);
+  }
+  return u3_reduce(lanes);
+}
+
 // SPEC-unpermute U3's dot product: part[l] = fma over h = l, l + 32, ... ascending from +0,
 // then part[l] += part[l + w] for w = 16, 8, 4, 2, 1; part[0]. 32 / W registers hold the
 // 32 partial sums, lane for lane, so every ISA gives the same bits.
@@ -193,9 +214,7 @@ float dot_impl(const void *a_v, const void *b_v, int64_t n) {
   for (int64_t j = 0; j < kRegs; ++j) Vec::store_acc(lanes + j * W, part[j]);
   for (int64_t h = h0; h < n; ++h)
     lanes[h - h0] = Vec::fma1(Scalar::load(a[h]), Scalar::load(b[h]), lanes[h - h0]);
-  for (int64_t w = 16; w >= 1; w /= 2)
-    for (int64_t l = 0; l < w; ++l) lanes[l] += lanes[l + w];
-  return lanes[0];
+  return u3_reduce(lanes);
 }
 
 // dst = round(g * w) as scale_row_impl, and U3's dot(x, g) as dot_impl, in one pass over
@@ -205,7 +224,6 @@ template <class Vec>
 float scale_dot_impl(void *dst_v, const void *g_v, float w, const void *x_v, int64_t n,
                      bool stream) {
   using S = typename Vec::S;
-  using Scalar = typename Vec::Scalar;
   constexpr int64_t W = Vec::W, kRegs = 32 / W;
   S *dst = static_cast<S *>(dst_v);
   const S *g = static_cast<const S *>(g_v);
@@ -227,14 +245,7 @@ float scale_dot_impl(void *dst_v, const void *g_v, float w, const void *x_v, int
   }
   alignas(64) float lanes[32];
   for (int64_t j = 0; j < kRegs; ++j) Vec::store_acc(lanes + j * W, part[j]);
-  for (int64_t h = h0; h < n; ++h) {
-    const float gh = Scalar::load(g[h]);
-    lanes[h - h0] = Vec::fma1(Scalar::load(x[h]), gh, lanes[h - h0]);
-    dst[h] = Scalar::store(gh * w);
-  }
-  for (int64_t v = 16; v >= 1; v /= 2)
-    for (int64_t l = 0; l < v; ++l) lanes[l] += lanes[l + v];
-  return lanes[0];
+  return scale_dot_tail<Vec>(lanes, dst, g, x, w, h0, n);
 }
 
 // The kernels of one value type, for the ISA's table.

@@ -314,14 +314,7 @@ float scale_dot_pairs_impl(void *dst_v, const void *g_v, float w, const void *x_
       lanes[16 * half + 2 * i] = pairs[2 * half][i];
       lanes[16 * half + 2 * i + 1] = pairs[2 * half + 1][i];
     }
-  for (int64_t h = h0; h < n; ++h) {
-    const float gh = Bf16::load(g[h]);
-    lanes[h - h0] = std::fma(Bf16::load(x[h]), gh, lanes[h - h0]);
-    dst[h] = Bf16::store(gh * w);
-  }
-  for (int64_t v = 16; v >= 1; v /= 2)
-    for (int64_t l = 0; l < v; ++l) lanes[l] += lanes[l + v];
-  return lanes[0];
+  return scale_dot_tail<Avx2Bf16>(lanes, dst, g, x, w, h0, n);
 }
 
 // Non-temporal copy: the destination bypasses the cache (no read-for-ownership), which is
