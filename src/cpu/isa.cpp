@@ -96,11 +96,13 @@ int64_t streaming_store_bytes() {
     const long long v = std::strtoll(env, &end, 10);
     if (*end == '\0' && v >= 0) return v;
   }
-  static const int64_t from_cache = [] {
-    const int64_t l3 = shared_cache_bytes();
-    return l3 > 0 ? std::max<int64_t>(int64_t{4} << 20, l3 / 2) : int64_t{16} << 20;
-  }();
+  static const int64_t from_cache = streaming_threshold_for_cache(shared_cache_bytes());
   return from_cache;
+}
+
+int64_t streaming_threshold_for_cache(int64_t l3_bytes) {
+  if (l3_bytes <= 0) return int64_t{16} << 20;
+  return std::clamp<int64_t>(l3_bytes / 2, int64_t{4} << 20, int64_t{32} << 20);
 }
 
 const RowKernels &row_kernels(Isa isa) {

@@ -17,12 +17,19 @@ Isa best_isa();
 // CPU has, so a forced variant never crashes), else best_isa().
 Isa selected_isa();
 
-// Outputs of at least this many bytes are written with non-temporal stores: half the
-// level-3 cache cpu0 shares (at least 4 MiB; 16 MiB where the host does not say), or
+// Outputs of at least this many bytes are written with non-temporal stores:
+// streaming_threshold_for_cache of the level-3 cache cpu0 shares, or
 // MOEPERM_CPU_STREAMING_BYTES when set to a byte count. Below it, an output can stay in the
 // cache for whoever reads it next, and cached stores are faster; above it they only add a
-// read of every destination line (docs/cpu-performance.md, experiment 8). Read at plan time.
+// read of every destination line (docs/cpu-performance.md, experiments 8 and 9). Read at
+// plan time.
 int64_t streaming_store_bytes();
+// Half the level-3 cache (l3_bytes, 0 where the host does not say: 16 MiB), within 4 MiB ..
+// 32 MiB. The cap: a VM reports the whole socket's level-3 cache (300 MiB on the Intel host
+// of experiment 9), shared with other guests and with whatever runs between two operators;
+// there, an output of 7 MB and up whose lines are not already cached is written 10-55%
+// faster streamed, and a cached one at most 15% faster when they are.
+int64_t streaming_threshold_for_cache(int64_t l3_bytes);
 
 // dst[0..n) = round(sum over k = 0..nsrc-1, ascending, of srcs[k][0..n)), fp32 accumulation
 // starting from +0, one rounding (SPEC §4); nsrc == 0 writes +0. Rows are contiguous.
