@@ -19,6 +19,23 @@ struct Case {
   // Also time each operator planned per call, as a CANN program calls it (GetWorkspaceSize,
   // a workspace from the allocator, then the run), against the plan built once.
   bool plan_per_call = false;
+  // The CPU kernels' instruction set for this case (MOEPERM_CPU_ISA while it runs); empty:
+  // the CPU backend's own choice.
+  std::string isa;
+};
+
+// Sets MOEPERM_CPU_ISA to `isa` (nothing if empty) for its lifetime: the CPU backend reads it
+// at every plan. The previous value comes back on destruction. Not thread-safe (setenv).
+class ScopedCpuIsa {
+ public:
+  explicit ScopedCpuIsa(const std::string &isa);
+  ~ScopedCpuIsa();
+  ScopedCpuIsa(const ScopedCpuIsa &) = delete;
+  ScopedCpuIsa &operator=(const ScopedCpuIsa &) = delete;
+
+ private:
+  bool set_ = false, had_ = false;
+  std::string old_;
 };
 
 struct Options {
@@ -26,7 +43,7 @@ struct Options {
   int warmup = 2;                   // untimed runs first
   int ref_runs = 1;                 // timed runs of the reference kernels
   int max_threads = 0;              // 0: moeperm::get_num_threads()
-  std::vector<std::string> suites;  // empty: all (named, sweep, threads)
+  std::vector<std::string> suites;  // empty: named, sweep, threads
   std::string device = "cpu";       // cpu, or cuda (the CUDA backend, timed with CUDA events)
 };
 
@@ -56,7 +73,8 @@ struct CaseResult {
 };
 
 // The standard suites: "named" (DeepSeek-like, Mixtral-like, CANN's sample),
-// "sweep" (T from 512 to 16384), "threads" (1 .. max threads).
+// "sweep" (T from 512 to 16384), "threads" (1 .. max threads),
+// "isa" (each vector instruction set this CPU has, on one thread and on all).
 std::vector<Case> standard_cases(const Options &options);
 
 // Plans, allocates and times one case (every operator the device's backend has) on

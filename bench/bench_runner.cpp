@@ -58,6 +58,7 @@ CaseResult run_case(const Case &c, const Options &o) {
   if (o.device == "cuda") return run_case_cuda(c, o);
   CaseResult res;
   res.c = c;
+  const ScopedCpuIsa forced(c.isa);
   set_num_threads(c.threads);
   problem_model::Problem p = problem_model::make_problem(c.spec);
   problem_model::UnpermuteTensors u = problem_model::make_unpermute_tensors(p);

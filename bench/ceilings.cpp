@@ -23,12 +23,26 @@ std::byte *allocate(size_t bytes) {
 
 void release(std::byte *p) { ::operator delete(p, kArenaAlign); }
 
+// Reads n bytes as fast as a core can: four independent 16-byte accumulators (a single
+// scalar chain reads about 20 GB/s per core on the Intel VM, less than its memory gives, which
+// made the read-heavy operators' traffic ceiling lenient there).
 uint64_t read_range(const std::byte *p, size_t n) {
   uint64_t sum = 0;
-  const size_t words = n / sizeof(uint64_t);
-  for (size_t i = 0; i < words; ++i) {
+  size_t i = 0;
+#if defined(__SSE2__)
+  __m128i acc[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(),
+                    _mm_setzero_si128()};
+  for (; i + 64 <= n; i += 64)
+    for (int u = 0; u < 4; ++u)
+      acc[u] = _mm_add_epi64(acc[u], _mm_loadu_si128(reinterpret_cast<const __m128i *>(p + i) + u));
+  alignas(16) uint64_t lanes[2];
+  _mm_store_si128(reinterpret_cast<__m128i *>(lanes),
+                  _mm_add_epi64(_mm_add_epi64(acc[0], acc[1]), _mm_add_epi64(acc[2], acc[3])));
+  sum = lanes[0] + lanes[1];
+#endif
+  for (; i + sizeof(uint64_t) <= n; i += sizeof(uint64_t)) {
     uint64_t w;
-    std::memcpy(&w, p + i * sizeof(uint64_t), sizeof w);
+    std::memcpy(&w, p + i, sizeof w);
     sum += w;
   }
   return sum;

@@ -37,7 +37,15 @@ int64_t size_bytes(const std::string &s) {
   return v;
 }
 
-// The CPU backend's variant, from a plan of a tiny permute.
+std::string size_text(int64_t bytes) {
+  if (bytes == 0) return "?";
+  return bytes % (1 << 20) == 0 ? std::to_string(bytes >> 20) + " MiB"
+                                : std::to_string(bytes >> 10) + " KiB";
+}
+
+}  // namespace
+
+// From a plan of a tiny permute.
 std::string cpu_variant() {
   PermuteDesc d;
   d.tokens = TensorDesc::contiguous(DType::f32, {2, 4});
@@ -46,14 +54,6 @@ std::string cpu_variant() {
   d = infer_outputs(d);
   return plan_permute(d, {.backend = Backend::cpu}).variant();
 }
-
-std::string size_text(int64_t bytes) {
-  if (bytes == 0) return "?";
-  return bytes % (1 << 20) == 0 ? std::to_string(bytes >> 20) + " MiB"
-                                : std::to_string(bytes >> 10) + " KiB";
-}
-
-}  // namespace
 
 HostInfo host_info() {
   HostInfo h;

@@ -18,6 +18,7 @@ struct HostInfo {
 };
 
 HostInfo host_info();
+std::string cpu_variant();  // the variant a CPU plan takes now (MOEPERM_CPU_ISA included)
 std::string describe(const HostInfo &h);                // one line for the table's header
 void write_json(std::ostream &out, const HostInfo &h);  // a JSON object
 

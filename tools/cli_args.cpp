@@ -233,8 +233,8 @@ BenchCommandOptions parse_bench_args(std::span<const std::string_view> args) {
       o.help = true;
     } else if (f == "--suite") {
       const std::string_view v = c.value();
-      if (v != "named" && v != "sweep" && v != "threads" && v != "smoke")
-        fail("--suite must be named, sweep, threads or smoke, got '" + std::string(v) + "'");
+      if (v != "named" && v != "sweep" && v != "threads" && v != "smoke" && v != "isa")
+        fail("--suite must be named, sweep, threads, smoke or isa, got '" + std::string(v) + "'");
       o.bench.suites.emplace_back(v);
     } else if (f == "--runs") {
       o.bench.runs = parse_integer<int>(f, c.value(), 10, 100000);

@@ -125,6 +125,9 @@ suites (default: all three):
   threads  deepseek with 1 .. N threads (scaling)
   smoke    (only when named) the named kinds at T=257 H=96 E=16: checks the bench runs
            every operator and column; its times mean nothing
+  isa      (only when named) deepseek under each vector ISA this CPU has (avx2, avx512),
+           on 1 thread and on N, in one process: compares the kernel variants at one
+           memory speed (MOEPERM_CPU_ISA forces one variant for every suite)
 
 flags:
   --suite S            run suite S (repeatable)

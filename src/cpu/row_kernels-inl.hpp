@@ -24,6 +24,15 @@ inline constexpr int64_t kSumTile = 1024;
 // K source rows are K concurrent streams, more than the hardware prefetcher follows well.
 // (A prefetch past the end of a row is harmless: prefetches never fault.)
 inline constexpr int64_t kPrefetchAhead = 1024;
+// Every 64-byte line of the kBytes at p, kPrefetchAhead bytes ahead. One prefetch per block
+// is not enough where a block spans several lines (AVX-512, and fp32 on AVX2): the lines it
+// skips arrive on demand, and a sum over K rows stalls on K streams (docs/cpu-performance.md,
+// experiment 10). Pol is a Vec or pair policy (its prefetch).
+template <class Pol, int64_t kBytes>
+void prefetch_ahead(const void *p) {
+  const char *ahead = static_cast<const char *>(p) + kPrefetchAhead;
+  for (int64_t off = 0; off < kBytes; off += 64) Pol::prefetch(ahead + off);
+}
 // Vectors summed side by side (independent add chains).
 inline constexpr int kUnroll = 4;
 // Source rows added in registers before the accumulator is touched: with K <= 8 the
@@ -102,8 +111,8 @@ void sum_impl(void *dst_v, const void *const *srcs_v, const float *weights, int6
       const int64_t g1 = g0 + kSumGroup < nsrc ? g0 + kSumGroup : nsrc;
       const bool first = g0 == 0, last = g1 == nsrc;
       // kUnroll independent accumulators: the k-chain of one vector is a serial add
-      // chain, so several vectors in flight hide its latency. One prefetch per source
-      // and block (kUnroll * W elements, a cache line or more).
+      // chain, so several vectors in flight hide its latency. Each source's block
+      // (kUnroll * W elements, a cache line or more) is prefetched line by line.
       const int64_t mu = mv - mv % (kUnroll * W);
       for (int64_t i = 0; i < mu; i += kUnroll * W) {
         typename Vec::reg x[kUnroll];
@@ -112,7 +121,7 @@ void sum_impl(void *dst_v, const void *const *srcs_v, const float *weights, int6
         for (int64_t k = g0; k < g1; ++k) {
           const S *src = srcs[k] + h0 + i;
           const typename Vec::reg w = Vec::set1(weight(k));
-          Vec::prefetch(src + kPrefetchAhead / static_cast<int64_t>(sizeof(S)));
+          prefetch_ahead<Vec, kUnroll * W * sizeof(S)>(src);
           for (int u = 0; u < kUnroll; ++u) x[u] = Vec::add(x[u], term<Vec, kTerm>(src + u * W, w));
         }
         static_assert(kUnroll % 2 == 0, "stores go in pairs");
@@ -164,7 +173,7 @@ void scale_row_impl(void *dst_v, const void *src_v, float w, int64_t n, bool str
   const typename Vec::reg wv = Vec::set1(w);
   const int64_t nv = n - n % W, n2 = n - n % (2 * W);
   for (int64_t i = 0; i < n2; i += 2 * W) {
-    Vec::prefetch(src + i + kPrefetchAhead / static_cast<int64_t>(sizeof(S)));
+    prefetch_ahead<Vec, 2 * W * sizeof(S)>(src + i);
     store_pair<Vec>(dst + i, Vec::mul(Vec::load(src + i), wv), Vec::mul(Vec::load(src + i + W), wv),
                     nt);
   }
@@ -234,7 +243,7 @@ float scale_dot_impl(void *dst_v, const void *g_v, float w, const void *x_v, int
   for (int64_t j = 0; j < kRegs; ++j) part[j] = Vec::zero();
   int64_t h0 = 0;
   for (; h0 + 32 <= n; h0 += 32) {
-    Vec::prefetch(x + h0 + kPrefetchAhead / static_cast<int64_t>(sizeof(S)));
+    prefetch_ahead<Vec, 32 * sizeof(S)>(x + h0);
     static_assert(kRegs % 2 == 0, "stores go in pairs");
     for (int64_t j = 0; j < kRegs; j += 2) {
       const typename Vec::reg g0 = Vec::load(g + h0 + j * W), g1 = Vec::load(g + h0 + (j + 1) * W);

@@ -92,6 +92,54 @@ struct Avx512F32 : Avx512Base {
 
 #include "cpu/row_kernels-inl.hpp"
 
+// The pair policy of row_kernels_bf16_pairs-inl.hpp: 16 lanes, 32 bf16 per load. On the
+// Intel VM of docs/cpu-performance.md, Avx512Bf16's widen (vpmovzxwd) and narrow (vpmovdw)
+// made the bf16 sums slower than AVX2's pairs (experiment 10).
+struct Avx512Pairs {
+  using Plain = Avx512Bf16;
+  using V = __m512;
+  using I = __m512i;
+  using M = __mmask16;
+  static constexpr int64_t L = 16;
+  static V zero() { return _mm512_setzero_ps(); }
+  static V set1(float x) { return _mm512_set1_ps(x); }
+  static V add(V a, V b) { return _mm512_add_ps(a, b); }
+  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
+  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+  static V load_lanes(const float *p) { return _mm512_load_ps(p); }
+  static void store_lanes(float *p, V x) { _mm512_store_ps(p, x); }
+  static I load(const uint16_t *p) { return _mm512_loadu_si512(p); }
+  // `stream` promises 16-byte alignment: a 64-byte-aligned address streams whole, any
+  // other as four 16-byte halves.
+  static void store(uint16_t *p, I v, bool stream) {
+    if (!stream) {
+      _mm512_storeu_si512(p, v);
+    } else if (reinterpret_cast<uintptr_t>(p) % 64 == 0) {
+      _mm512_stream_si512(reinterpret_cast<I *>(p), v);
+    } else {
+      auto *q = reinterpret_cast<__m128i *>(p);
+      _mm_stream_si128(q, _mm512_castsi512_si128(v));
+      _mm_stream_si128(q + 1, _mm512_extracti32x4_epi32(v, 1));
+      _mm_stream_si128(q + 2, _mm512_extracti32x4_epi32(v, 2));
+      _mm_stream_si128(q + 3, _mm512_extracti32x4_epi32(v, 3));
+    }
+  }
+  static I bits(V x) { return _mm512_castps_si512(x); }
+  static V floats(I v) { return _mm512_castsi512_ps(v); }
+  static I set1i(uint32_t x) { return _mm512_set1_epi32(static_cast<int32_t>(x)); }
+  static I and_(I a, I b) { return _mm512_and_si512(a, b); }
+  static I or_(I a, I b) { return _mm512_or_si512(a, b); }
+  static I add_i(I a, I b) { return _mm512_add_epi32(a, b); }
+  static I shr16(I v) { return _mm512_srli_epi32(v, 16); }
+  static I shl16(I v) { return _mm512_slli_epi32(v, 16); }
+  static M is_nan(V x) { return _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q); }
+  static bool any(M a, M b) { return (a | b) != 0; }
+  static I blend(M m, I a, I b) { return _mm512_mask_blend_epi32(m, a, b); }
+  static void prefetch(const void *p) { Avx512Base::prefetch(p); }
+};
+
+#include "cpu/row_kernels_bf16_pairs-inl.hpp"
+
 void copy_avx512(void *dst_v, const void *src_v, int64_t bytes, bool stream) {
   auto *dst = static_cast<char *>(dst_v);
   const auto *src = static_cast<const char *>(src_v);
@@ -116,7 +164,7 @@ void fence() { _mm_sfence(); }
 }  // namespace
 
 const RowKernels kRowKernelsAvx512{
-    .bf16 = typed_kernels<Avx512Bf16>(),
+    .bf16 = with_pairs<Avx512Pairs>(typed_kernels<Avx512Bf16>()),
     .f16 = typed_kernels<Avx512F16>(),
     .f32 = typed_kernels<Avx512F32>(),
     .copy = copy_avx512,
