@@ -8,9 +8,9 @@
 //   divisor of 32); zero(), set1(float), load(const S*), load_acc(const float*),
 //   store_acc(float*, reg), add(reg, reg), mul(reg, reg), fma(reg, reg, reg),
 //   fma1(float, float, float) (one lane), store(S*, reg, bool stream) (stream only when the
-//   address is W*sizeof(S)-aligned); optionally store2(S*, reg, reg, bool stream): 2W
-//   elements at once, the same bits as two stores (AVX2's 16-bit types pack two registers
-//   into one 32-byte store).
+//   address is W*sizeof(S)-aligned), kPrefetch (whether prefetch_ahead prefetches); optionally
+//   store2(S*, reg, reg, bool stream): 2W elements at once, the same bits as two stores (AVX2's
+//   16-bit types pack two registers into one 32-byte store).
 // The including file provides std::fma (<cmath>) and the types of cpu/isa.hpp.
 //
 // By Note [Determinism], every output element is +0 plus its sources in ascending k, in fp32,
@@ -24,14 +24,23 @@ inline constexpr int64_t kSumTile = 1024;
 // K source rows are K concurrent streams, more than the hardware prefetcher follows well.
 // (A prefetch past the end of a row is harmless: prefetches never fault.)
 inline constexpr int64_t kPrefetchAhead = 1024;
+// Where a prefetched line goes (__builtin_prefetch's locality). The sums read K rows at once,
+// and K rows' lines 1 KiB ahead are more misses than a core's L1 tracks: prefetched into L2
+// they all arrive (one thread, Zen 4: permute Grad 28 -> 23 ms, unpermute 30 -> 25 ms). The
+// compute-bound scale_dot reads one row and wants its lines in L1 (into L2: 55 -> 62 ms).
+// docs/cpu-performance.md, experiment 11.
+enum class PrefetchTo { l2 = 2, l1 = 3 };
 // Every 64-byte line of the kBytes at p, kPrefetchAhead bytes ahead. One prefetch per block
 // is not enough where a block spans several lines (AVX-512, and fp32 on AVX2): the lines it
 // skips arrive on demand, and a sum over K rows stalls on K streams (docs/cpu-performance.md,
-// experiment 10). Pol is a Vec or pair policy (its prefetch).
-template <class Pol, int64_t kBytes>
+// experiment 10). Nothing where the policy does not prefetch (Pol::kPrefetch: scalar).
+template <class Pol, int64_t kBytes, PrefetchTo kTo>
 void prefetch_ahead(const void *p) {
-  const char *ahead = static_cast<const char *>(p) + kPrefetchAhead;
-  for (int64_t off = 0; off < kBytes; off += 64) Pol::prefetch(ahead + off);
+  if constexpr (Pol::kPrefetch) {
+    const char *ahead = static_cast<const char *>(p) + kPrefetchAhead;
+    for (int64_t off = 0; off < kBytes; off += 64)
+      __builtin_prefetch(ahead + off, 0, static_cast<int>(kTo));
+  }
 }
 // Vectors summed side by side (independent add chains).
 inline constexpr int kUnroll = 4;
@@ -121,7 +130,7 @@ void sum_impl(void *dst_v, const void *const *srcs_v, const float *weights, int6
         for (int64_t k = g0; k < g1; ++k) {
           const S *src = srcs[k] + h0 + i;
           const typename Vec::reg w = Vec::set1(weight(k));
-          prefetch_ahead<Vec, kUnroll * W * sizeof(S)>(src);
+          prefetch_ahead<Vec, kUnroll * W * sizeof(S), PrefetchTo::l2>(src);
           for (int u = 0; u < kUnroll; ++u) x[u] = Vec::add(x[u], term<Vec, kTerm>(src + u * W, w));
         }
         static_assert(kUnroll % 2 == 0, "stores go in pairs");
@@ -173,7 +182,7 @@ void scale_row_impl(void *dst_v, const void *src_v, float w, int64_t n, bool str
   const typename Vec::reg wv = Vec::set1(w);
   const int64_t nv = n - n % W, n2 = n - n % (2 * W);
   for (int64_t i = 0; i < n2; i += 2 * W) {
-    prefetch_ahead<Vec, 2 * W * sizeof(S)>(src + i);
+    prefetch_ahead<Vec, 2 * W * sizeof(S), PrefetchTo::l1>(src + i);
     store_pair<Vec>(dst + i, Vec::mul(Vec::load(src + i), wv), Vec::mul(Vec::load(src + i + W), wv),
                     nt);
   }
@@ -243,7 +252,7 @@ float scale_dot_impl(void *dst_v, const void *g_v, float w, const void *x_v, int
   for (int64_t j = 0; j < kRegs; ++j) part[j] = Vec::zero();
   int64_t h0 = 0;
   for (; h0 + 32 <= n; h0 += 32) {
-    prefetch_ahead<Vec, 32 * sizeof(S)>(x + h0);
+    prefetch_ahead<Vec, 32 * sizeof(S), PrefetchTo::l1>(x + h0);
     static_assert(kRegs % 2 == 0, "stores go in pairs");
     for (int64_t j = 0; j < kRegs; j += 2) {
       const typename Vec::reg g0 = Vec::load(g + h0 + j * W), g1 = Vec::load(g + h0 + (j + 1) * W);

@@ -32,7 +32,7 @@ struct Avx2Base {
   static reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
   static reg fma(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
   static float fma1(float a, float b, float c) { return std::fma(a, b, c); }
-  static void prefetch(const void *p) { _mm_prefetch(static_cast<const char *>(p), _MM_HINT_T0); }
+  static constexpr bool kPrefetch = true;
   static void store16(void *p, __m128i v, bool stream) {
     if (stream)
       _mm_stream_si128(static_cast<__m128i *>(p), v);
@@ -143,7 +143,7 @@ struct Avx2Pairs {
   static M is_nan(V x) { return _mm256_cmp_ps(x, x, _CMP_UNORD_Q); }
   static bool any(M a, M b) { return _mm256_movemask_ps(_mm256_or_ps(a, b)) != 0; }
   static I blend(M m, I a, I b) { return _mm256_blendv_epi8(a, b, _mm256_castps_si256(m)); }
-  static void prefetch(const void *p) { Avx2Base::prefetch(p); }
+  static constexpr bool kPrefetch = true;
 };
 
 #include "cpu/row_kernels_bf16_pairs-inl.hpp"

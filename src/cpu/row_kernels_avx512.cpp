@@ -37,7 +37,7 @@ struct Avx512Base {
   static reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
   static reg fma(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
   static float fma1(float a, float b, float c) { return std::fma(a, b, c); }
-  static void prefetch(const void *p) { _mm_prefetch(static_cast<const char *>(p), _MM_HINT_T0); }
+  static constexpr bool kPrefetch = true;
   static void store32(void *p, __m256i v, bool stream) {
     if (stream)
       _mm256_stream_si256(static_cast<__m256i *>(p), v);
@@ -135,7 +135,7 @@ struct Avx512Pairs {
   static M is_nan(V x) { return _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q); }
   static bool any(M a, M b) { return (a | b) != 0; }
   static I blend(M m, I a, I b) { return _mm512_mask_blend_epi32(m, a, b); }
-  static void prefetch(const void *p) { Avx512Base::prefetch(p); }
+  static constexpr bool kPrefetch = true;
 };
 
 #include "cpu/row_kernels_bf16_pairs-inl.hpp"

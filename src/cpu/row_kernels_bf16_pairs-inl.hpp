@@ -24,7 +24,7 @@
 //   void store(uint16_t*, I, bool stream) (stream only at a 16-byte-aligned address);
 //   I bits(V); V floats(I); I set1i(uint32_t); I and_(I, I), or_(I, I), add_i(I, I);
 //   I shr16(I), shl16(I) (logical, per 32-bit lane); M is_nan(V); bool any(M, M);
-//   I blend(M, I a, I b) (b where the mask is set); void prefetch(const void*).
+//   I blend(M, I a, I b) (b where the mask is set); kPrefetch (true: prefetch_ahead works).
 
 // x + 0x7fff + lsb: the rounded bf16 in the high half of each lane (f32_to_bf16's rule).
 template <class P>
@@ -109,7 +109,7 @@ void sum_pairs_impl(void *dst_v, const void *const *srcs_v, const float *weights
           x[u] = first ? P::zero() : P::load_lanes(acc + i + P::L * u);
         for (int64_t k = g0; k < g1; ++k) {
           const uint16_t *src = srcs[k] + h0 + i;
-          prefetch_ahead<P, 2 * kBlock>(src);
+          prefetch_ahead<P, 2 * kBlock, PrefetchTo::l2>(src);
           const V w = P::set1(weight(k));
           for (int half = 0; half < kLoads; ++half) {
             const typename P::I v = P::load(src + kHalf * half);
@@ -168,7 +168,7 @@ void scale_row_pairs_impl(void *dst_v, const void *src_v, float w, int64_t n, bo
   const typename P::V wv = P::set1(w);
   const int64_t nb = n - n % kStep;
   for (int64_t i = 0; i < nb; i += kStep) {
-    prefetch_ahead<P, 2 * kStep>(src + i);
+    prefetch_ahead<P, 2 * kStep, PrefetchTo::l1>(src + i);
     const typename P::I v = P::load(src + i);
     P::store(dst + i,
              pair_pack<P, kNanFixup>(P::mul(pair_even<P>(v), wv), P::mul(pair_odd<P>(v), wv)), nt);
@@ -200,7 +200,7 @@ float scale_dot_pairs_impl(void *dst_v, const void *g_v, float w, const void *x_
   for (auto &p : part) p = P::zero();
   int64_t h0 = 0;
   for (; h0 + 32 <= n; h0 += 32) {
-    prefetch_ahead<P, 64>(x + h0);
+    prefetch_ahead<P, 64, PrefetchTo::l1>(x + h0);
     for (int64_t q = 0; q < kLoads; ++q) {
       const typename P::I gv = P::load(g + h0 + kStep * q), xv = P::load(x + h0 + kStep * q);
       const V ge = pair_even<P>(gv), go = pair_odd<P>(gv);

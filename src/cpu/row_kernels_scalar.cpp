@@ -24,7 +24,7 @@ struct ScalarVec {
   static reg mul(reg a, reg b) { return a * b; }
   static reg fma(reg a, reg b, reg c) { return std::fma(a, b, c); }
   static float fma1(float a, float b, float c) { return std::fma(a, b, c); }
-  static void prefetch(const void *) {}
+  static constexpr bool kPrefetch = false;
   static void store(S *p, reg x, bool) { *p = T::store(x); }
 };
 
