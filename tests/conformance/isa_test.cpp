@@ -122,6 +122,29 @@ TEST_P(Isa, NanPayloadsMatchTheReference) {
     }
 }
 
+// Denormal sums round like any other value: a row sum of denormal bf16 values is a denormal
+// fp32 (exactly a bf16 denormal), which the vector kernels' rounding must keep. A rounding
+// instruction that flushes denormals (AVX512-BF16's vcvtne2ps2bf16, docs/cpu-performance.md
+// experiment 13) fails here unless it falls back for such vectors.
+TEST_P(Isa, DenormalSumsMatchTheReference) {
+  const uint32_t denormals[] = {0x0001, 0x8003, 0x007f, 0x0040, 0x80ff};
+  for (bool dp : {false, true}) {
+    ProblemSpec s;
+    s.T = 40, s.H = 96, s.E = 8, s.K = 2, s.capacity = 10, s.drop_and_pad = dp;
+    s.dtype = s.probs_dtype = DType::bf16, s.with_probs = false, s.seed = 23;
+    SCOPED_TRACE(describe(s));
+    Problem ref = tools::make_problem(s);
+    run_forward(ref, Backend::reference);
+    for (int64_t j = 0; j < s.rows(); ++j)  // whole vectors of denormals in every row
+      for (int64_t h = 0; h < 64; h += 1 + j % 3)
+        set_bits(ref.grad, j, h, denormals[static_cast<size_t>(j + h) % 5]);
+    Problem cpu = ref;
+    run_backward(ref, Backend::reference);
+    run_backward(cpu, backend());
+    EXPECT_TRUE(BitwiseEqual(cpu.tokens_grad, ref.tokens_grad));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Variants, Isa, ::testing::ValuesIn(threaded_configs(Matrix::isas)),
                          ConfigName);
 
