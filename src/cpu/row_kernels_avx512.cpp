@@ -18,9 +18,11 @@
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx2,f16c")
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() and trip a false
-// -Wmaybe-uninitialized (GCC bug 105593); nothing here reads an undefined value.
+// -Wmaybe-uninitialized, or -Wuninitialized at -O2 with the sanitizers (GCC bug 105593);
+// nothing here reads an undefined value.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 namespace moeperm::detail::cpu {
