@@ -73,6 +73,9 @@ int64_t experts_of(const Plan &p, const void *map, int64_t t, int64_t *experts, 
 struct RaggedRows {
   const int64_t *offsets = nullptr, *rows = nullptr, *first = nullptr;
   int64_t expert(const Plan &p, int64_t r) const;
+  // One past expert e's last row: rows r < expert_end(e) of a token that holds a row of e
+  // and no row before it are e's (a token's rows ascend, and so do their experts).
+  int64_t expert_end(const Plan &p, int64_t e) const;
 };
 // Checks the index (range; with need_experts, drop-less, rows past the routed pairs must be
 // -1) and groups the rows. Workspace: kSlotCsrOffsets, kSlotCsrSlots and, with need_experts

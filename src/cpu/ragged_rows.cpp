@@ -34,6 +34,10 @@ int64_t RaggedRows::expert(const Plan &p, int64_t r) const {
   return static_cast<int64_t>(std::upper_bound(first, first + p.E + 1, r) - first) - 1;
 }
 
+int64_t RaggedRows::expert_end(const Plan &p, int64_t e) const {
+  return p.drop_and_pad ? (e + 1) * p.C : first[e + 1];
+}
+
 Status group_rows_by_token(const Plan &p, const Buffers &b, std::byte *ws, bool need_experts,
                            RaggedRows *out) {
   // All checks precede all writes (Note [Index validation]).

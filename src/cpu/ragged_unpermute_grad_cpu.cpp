@@ -24,14 +24,14 @@ Status ragged_unpermute_grad(const Plan &p, const Buffers &b, std::byte *ws) {
     for (int64_t t = 0; t < p.T; ++t) {
       const int64_t *mine = g.rows + g.offsets[t];
       const int64_t count = g.offsets[t + 1] - g.offsets[t];
-      if (dp)
-        for (int64_t e = 0; e < p.E; ++e)
-          zero_elem(b.dense_probs_grad(), p.dense_probs_grad().at(t, e), element_size(gt));
+      if (dp) zero_row(b.dense_probs_grad(), p.dense_probs_grad(), t, element_size(gt));
       for (int64_t c = 0; c < count;) {
+        // One search per (token, expert) run, not per row.
         const int64_t e = probs ? g.expert(p, mine[c]) : -1;
+        const int64_t end = probs ? g.expert_end(p, e) : p.R;
         const float w = probs ? load_value(pt, b.dense_probs(), p.dense_probs().at(t, e)) : 1.0f;
         float acc = 0.0f;
-        for (; c < count && (!probs || g.expert(p, mine[c]) == e); ++c) {
+        for (; c < count && mine[c] < end; ++c) {
           if (dp)
             acc += write_row_and_dot(p, b, rk, mine[c], t, w);
           else
