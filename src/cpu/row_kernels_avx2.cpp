@@ -117,19 +117,12 @@ struct Avx2F32 : Avx2Base {
 #include "cpu/row_kernels-inl.hpp"
 
 // The pair policy of row_kernels_bf16_pairs-inl.hpp: 8 lanes, 16 bf16 per load.
-struct Avx2Pairs {
+struct Avx2Pairs : Avx2Base {
   using Plain = Avx2Bf16;
-  using V = __m256;
+  using V = reg;
   using I = __m256i;
   using M = __m256;
   static constexpr int64_t L = 8;
-  static V zero() { return _mm256_setzero_ps(); }
-  static V set1(float x) { return _mm256_set1_ps(x); }
-  static V add(V a, V b) { return _mm256_add_ps(a, b); }
-  static V mul(V a, V b) { return _mm256_mul_ps(a, b); }
-  static V fma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
-  static V load_lanes(const float *p) { return _mm256_load_ps(p); }
-  static void store_lanes(float *p, V x) { _mm256_store_ps(p, x); }
   static I load(const uint16_t *p) { return _mm256_loadu_si256(reinterpret_cast<const I *>(p)); }
   static void store(uint16_t *p, I v, bool stream) { Avx2Base::store32(p, v, stream); }
   static I bits(V x) { return _mm256_castps_si256(x); }
@@ -143,7 +136,6 @@ struct Avx2Pairs {
   static M is_nan(V x) { return _mm256_cmp_ps(x, x, _CMP_UNORD_Q); }
   static bool any(M a, M b) { return _mm256_movemask_ps(_mm256_or_ps(a, b)) != 0; }
   static I blend(M m, I a, I b) { return _mm256_blendv_epi8(a, b, _mm256_castps_si256(m)); }
-  static constexpr bool kPrefetch = true;
 };
 
 #include "cpu/row_kernels_bf16_pairs-inl.hpp"

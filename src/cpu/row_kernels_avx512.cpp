@@ -97,19 +97,12 @@ struct Avx512F32 : Avx512Base {
 // The pair policy of row_kernels_bf16_pairs-inl.hpp: 16 lanes, 32 bf16 per load. On the
 // Intel VM of docs/cpu-performance.md, Avx512Bf16's widen (vpmovzxwd) and narrow (vpmovdw)
 // made the bf16 sums slower than AVX2's pairs (experiment 10).
-struct Avx512Pairs {
+struct Avx512Pairs : Avx512Base {
   using Plain = Avx512Bf16;
-  using V = __m512;
+  using V = reg;
   using I = __m512i;
   using M = __mmask16;
   static constexpr int64_t L = 16;
-  static V zero() { return _mm512_setzero_ps(); }
-  static V set1(float x) { return _mm512_set1_ps(x); }
-  static V add(V a, V b) { return _mm512_add_ps(a, b); }
-  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
-  static V fma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  static V load_lanes(const float *p) { return _mm512_load_ps(p); }
-  static void store_lanes(float *p, V x) { _mm512_store_ps(p, x); }
   static I load(const uint16_t *p) { return _mm512_loadu_si512(p); }
   // `stream` promises 16-byte alignment: a 64-byte-aligned address streams whole, any
   // other as four 16-byte halves.
@@ -137,7 +130,6 @@ struct Avx512Pairs {
   static M is_nan(V x) { return _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q); }
   static bool any(M a, M b) { return (a | b) != 0; }
   static I blend(M m, I a, I b) { return _mm512_mask_blend_epi32(m, a, b); }
-  static constexpr bool kPrefetch = true;
 };
 
 #include "cpu/row_kernels_bf16_pairs-inl.hpp"

@@ -19,8 +19,9 @@
 // A pair policy P provides, for L fp32 lanes per register (L divides 16):
 //   using Plain (the ISA's bf16 Vec policy, for scalar tails), V (L floats), I (the same
 //   bits as integers), M (a lane mask); L;
-//   V zero(), set1(float), add(V, V), mul(V, V), fma(V, V, V); void store_lanes(float*, V)
-//   and V load_lanes(const float*) (64-byte-aligned); I load(const uint16_t*) (2L elements);
+//   V zero(), set1(float), add(V, V), mul(V, V), fma(V, V, V), store_acc(float*, V),
+//   load_acc(const float*) (64-byte-aligned) and kPrefetch, as the ISA's Vec base policy
+//   has them; I load(const uint16_t*) (2L elements);
 //   void store(uint16_t*, I, bool stream) (stream only at a 16-byte-aligned address);
 //   I bits(V); V floats(I); I set1i(uint32_t); I and_(I, I), or_(I, I), add_i(I, I);
 //   I shr16(I), shl16(I) (logical, per 32-bit lane); M is_nan(V); bool any(M, M);
@@ -106,7 +107,7 @@ void sum_pairs_impl(void *dst_v, const void *const *srcs_v, const float *weights
       for (int64_t i = 0; i < mb; i += kBlock) {
         V x[2 * kLoads];  // even and odd lanes of each load
         for (int u = 0; u < 2 * kLoads; ++u)
-          x[u] = first ? P::zero() : P::load_lanes(acc + i + P::L * u);
+          x[u] = first ? P::zero() : P::load_acc(acc + i + P::L * u);
         for (int64_t k = g0; k < g1; ++k) {
           const uint16_t *src = srcs[k] + h0 + i;
           prefetch_ahead<P, 2 * kBlock, PrefetchTo::l2>(src);
@@ -123,8 +124,8 @@ void sum_pairs_impl(void *dst_v, const void *const *srcs_v, const float *weights
             P::store(dst + h0 + i + kHalf * half,
                      pair_pack<P, kNanFixup>(x[2 * half], x[2 * half + 1]), nt);
           } else {
-            P::store_lanes(acc + i + kHalf * half, x[2 * half]);
-            P::store_lanes(acc + i + kHalf * half + P::L, x[2 * half + 1]);
+            P::store_acc(acc + i + kHalf * half, x[2 * half]);
+            P::store_acc(acc + i + kHalf * half + P::L, x[2 * half + 1]);
           }
         }
       }
@@ -210,7 +211,7 @@ float scale_dot_pairs_impl(void *dst_v, const void *g_v, float w, const void *x_
     }
   }
   alignas(64) float pairs[2 * kLoads][P::L];
-  for (int64_t j = 0; j < 2 * kLoads; ++j) P::store_lanes(pairs[j], part[j]);
+  for (int64_t j = 0; j < 2 * kLoads; ++j) P::store_acc(pairs[j], part[j]);
   float lanes[32];
   for (int64_t q = 0; q < kLoads; ++q)
     for (int64_t i = 0; i < P::L; ++i) {
