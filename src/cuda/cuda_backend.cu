@@ -99,6 +99,43 @@ Status prepare_sort_chunks(detail::Plan &p) {
   return Status::success();
 }
 
+// The ragged pair (docs/ragged.md). The forward ranks the map; the operators that read the
+// row -> token index rank it for drop-less probs (each row's expert) and sort the rows by
+// token where a token's rows are summed; slot_values holds a value per row (a weight, a dot).
+Status prepare_ragged_permute(detail::Plan &p) {
+  add_ranks(p);
+  return Status::success();
+}
+
+Status add_row_values(detail::Plan &p) {
+  if (p.R > 0)
+    p.ws_slot[kSlotSlotValues] =
+        p.workspace.add("row_values", static_cast<uint64_t>(p.R) * sizeof(float));
+  return Status::success();
+}
+
+// need_experts: the operator reads each row's expert; sums: it groups rows by token.
+Status prepare_ragged_rows(detail::Plan &p, bool need_experts, bool sums, bool row_values) {
+  if (need_experts && !p.drop_and_pad) add_ranks(p);
+  if (row_values) MOEPERM_TRY(add_row_values(p));
+  if (sums && p.R > 0) return add_sort(p);
+  return Status::success();
+}
+
+Status prepare_ragged_unpermute(detail::Plan &p) {
+  const bool probs = p.has(detail::Role::dense_probs);
+  return prepare_ragged_rows(p, probs, true, probs);
+}
+
+Status prepare_ragged_permute_grad(detail::Plan &p) {
+  return prepare_ragged_rows(p, p.probs == detail::ProbsWork::compute, true, false);
+}
+
+Status prepare_ragged_unpermute_grad(detail::Plan &p) {
+  const bool dp = p.has(detail::Role::dense_probs_grad);
+  return prepare_ragged_rows(p, p.has(detail::Role::dense_probs), dp, dp);
+}
+
 using CudaKernel = Status (*)(const detail::Plan &, const detail::Buffers &, const Workspace &,
                               cudaStream_t);
 
@@ -108,12 +145,13 @@ constexpr detail::KernelTable<CudaKernel> kKernels{
     {detail::Op::permute_grad, {prepare_permute_grad, permute_grad, permute_grad}},
     {detail::Op::unpermute, {prepare_unpermute, unpermute, unpermute}},
     {detail::Op::unpermute_grad, {prepare_unpermute_grad, unpermute_grad, unpermute_grad}},
-    // The ragged pair (docs/ragged.md) has host kernels only so far: a plan pinned here
-    // fails loudly (Note [Backend selection]). The chunk sort: one kernel, both directions.
-    {detail::Op::ragged_permute, detail::kNotImplemented},
-    {detail::Op::ragged_unpermute, detail::kNotImplemented},
-    {detail::Op::ragged_permute_grad, detail::kNotImplemented},
-    {detail::Op::ragged_unpermute_grad, detail::kNotImplemented},
+    {detail::Op::ragged_permute, {prepare_ragged_permute, ragged_permute, ragged_permute}},
+    {detail::Op::ragged_unpermute, {prepare_ragged_unpermute, ragged_unpermute, ragged_unpermute}},
+    {detail::Op::ragged_permute_grad,
+     {prepare_ragged_permute_grad, ragged_permute_grad, ragged_permute_grad}},
+    {detail::Op::ragged_unpermute_grad,
+     {prepare_ragged_unpermute_grad, ragged_unpermute_grad, ragged_unpermute_grad}},
+    // The chunk sort: one kernel, both directions.
     {detail::Op::sort_chunks, {prepare_sort_chunks, sort_chunks, sort_chunks}},
     {detail::Op::sort_chunks_grad, {prepare_sort_chunks, sort_chunks, sort_chunks}},
 };
@@ -173,6 +211,9 @@ Status to_status(const detail::Plan &p, const DeviceStatus &s) {
     case kBadSplitSize:
       return detail::bad_split_size(p, 0, static_cast<int64_t>(s.first_bad), s.bad_value);
     case kSplitSizesTotal: return detail::split_sizes_total(p, 0, s.bad_value, p.T);
+    case kRowWithoutExpert:
+      return detail::row_without_expert(p, static_cast<int64_t>(s.first_bad), s.bad_value,
+                                        s.routed_pairs);
     default: return detail::internal_error(p.api(), detail::cat("unknown device status ", s.kind));
   }
 }

@@ -61,10 +61,11 @@ enum DeviceErrorKind : int {
   kBadSortedIndex = 1,
   kTooManyExpertsInRow = 2,
   kTooManyRoutedPairs = 3,
-  kBadIndex = 4,         // an index rule's value out of its range (index_checks.cu)
-  kRepeatedIndex = 5,    // a `unique` index rule naming a value twice
-  kBadSplitSize = 6,     // a negative split size (first_bad: its position, bad_value: it)
-  kSplitSizesTotal = 7,  // split sizes whose sum (bad_value) is not the rows they split
+  kBadIndex = 4,          // an index rule's value out of its range (index_checks.cu)
+  kRepeatedIndex = 5,     // a `unique` index rule naming a value twice
+  kBadSplitSize = 6,      // a negative split size (first_bad: its position, bad_value: it)
+  kSplitSizesTotal = 7,   // split sizes whose sum (bad_value) is not the rows they split
+  kRowWithoutExpert = 8,  // ragged: row first_bad past the routed_pairs names bad_value
 };
 
 }  // namespace moeperm::cuda

@@ -44,13 +44,14 @@ __device__ __forceinline__ bool cell_of_warp(int64_t T, int64_t tiles, int64_t c
   return true;
 }
 
-// Bit i: token c.t is routed to expert c.e0 + i (int8 or bool: any nonzero byte routes).
+// Bit i: token c.t is routed to expert c.e0 + i (any nonzero element routes: bool, int8,
+// uint8, or int32 for the ragged pair, whose values a one-byte read would miss).
 __device__ __forceinline__ unsigned routing_bits(const DMatrix &map, int64_t E, const Cell &c) {
   if (!c.valid) return 0;
   const int64_t n = E - c.e0 < kChunk ? E - c.e0 : kChunk;
   const char *p = map.at(c.t, c.e0);
   unsigned bits = 0;
-  if (n == kChunk && map.contiguous_rows() && aligned16(p)) {
+  if (n == kChunk && map.es == 1 && map.contiguous_rows() && aligned16(p)) {
     uint4 v[2];
     v[0] = reinterpret_cast<const uint4 *>(p)[0];
     v[1] = reinterpret_cast<const uint4 *>(p)[1];
@@ -59,7 +60,8 @@ __device__ __forceinline__ unsigned routing_bits(const DMatrix &map, int64_t E, 
     for (int i = 0; i < kChunk; ++i) bits |= static_cast<unsigned>(b[i] != 0) << i;
     return bits;
   }
-  for (int64_t i = 0; i < n; ++i) bits |= static_cast<unsigned>(*map.at(c.t, c.e0 + i) != 0) << i;
+  for (int64_t i = 0; i < n; ++i)
+    bits |= static_cast<unsigned>(routed_element(map.at(c.t, c.e0 + i), map.es)) << i;
   return bits;
 }
 
@@ -222,6 +224,34 @@ __global__ void rank_forward_dp_kernel(DMatrix map, int64_t T, int64_t E, int64_
   }
 }
 
+// The ragged pair's forward (docs/ragged.md): routed (t, e) has rank `before` among expert e's
+// tokens; drop-less its row is offsets[e] + before (kept while < R), drop-and-pad e * C +
+// before (kept while before < C). Each kept row gets its token (and its prob).
+__global__ void rank_ragged_kernel(DMatrix map, int64_t T, int64_t E, int64_t R, int64_t C,
+                                   bool drop_and_pad, int64_t tiles, int64_t chunks,
+                                   const int32_t *scan, const int64_t *offsets, DVector sorted,
+                                   DMatrix probs, DVector permuted_probs, bool with_probs,
+                                   const DeviceStatus *status) {
+  if (status->failed) return;
+  Cell c;
+  if (!cell_of_warp(T, tiles, chunks, c)) return;
+  const unsigned bits = routing_bits(map, E, c);
+  const ExpertBases b = expert_bases(c, E, tiles, scan, offsets);
+#pragma unroll
+  for (int i = 0; i < kChunk; ++i) {
+    const bool r = (bits >> i) & 1u;
+    const unsigned m = __ballot_sync(kFull, r);
+    const int64_t before = __shfl_sync(kFull, b.before_tile, i) + __popc(m & lanes_below());
+    const int64_t offset = __shfl_sync(kFull, b.offset, i);
+    if (!r) continue;
+    const int64_t e = c.e0 + i;
+    if (drop_and_pad ? before >= C : offset + before >= R) continue;  // dropped
+    const int64_t row = drop_and_pad ? e * C + before : offset + before;
+    *reinterpret_cast<int32_t *>(sorted.at(row)) = static_cast<int32_t>(c.t);
+    if (with_probs) copy_element(permuted_probs.at(row), probs.at(c.t, e), probs.es);
+  }
+}
+
 __global__ void rank_grad_probs_kernel(DMatrix map, int64_t T, int64_t E, int64_t tiles,
                                        int64_t chunks, const int32_t *scan, const int64_t *offsets,
                                        DMatrix dense, DVector permuted_probs,
@@ -306,6 +336,17 @@ Status rank_forward_drop_and_pad(const detail::Plan &p, const DMatrix &map, cons
   rank_forward_dp_kernel<<<blocks_for_cells(tiles * chunks), kWarpsPerBlock * 32, 0, stream>>>(
       map, p.T, p.E, p.C, tiles, chunks, ws.tile_counts, ws.expert_offsets, sorted, ws.status);
   return launched("rank_forward_drop_and_pad");
+}
+
+Status rank_ragged_forward(const detail::Plan &p, const DMatrix &map, const Workspace &ws,
+                           const DVector &sorted, const DMatrix &probs,
+                           const DVector &permuted_probs, cudaStream_t stream) {
+  const int64_t tiles = tiles_of(p.T), chunks = chunks_of(p.E);
+  if (tiles == 0 || p.E == 0 || p.R == 0) return Status::success();
+  rank_ragged_kernel<<<blocks_for_cells(tiles * chunks), kWarpsPerBlock * 32, 0, stream>>>(
+      map, p.T, p.E, p.R, p.C, p.drop_and_pad, tiles, chunks, ws.tile_counts, ws.expert_offsets,
+      sorted, probs, permuted_probs, p.probs == detail::ProbsWork::compute, ws.status);
+  return launched("rank_ragged_forward");
 }
 
 Status rank_grad_probs(const detail::Plan &p, const DMatrix &map, const Workspace &ws,

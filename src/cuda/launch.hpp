@@ -33,9 +33,9 @@ struct Workspace {
   void *sort_temp = nullptr;          // CUB's temporary storage
   size_t sort_temp_bytes = 0;
   unsigned long long *first_named = nullptr;  // [R]  a unique index rule's first positions
-  float *slot_values = nullptr;               // [R]  the unpermute Grad's dot products
-  unsigned long long *winners = nullptr;      // [T * E]  1 + the slot that writes each dP entry
-  int64_t *chunk_starts = nullptr;  // [2S + 1]  sort_chunks: input chunk starts, sorted ones
+  float *slot_values = nullptr;           // [R]  the unpermute Grad's dot products; ragged: per row
+  unsigned long long *winners = nullptr;  // [T * E]  1 + the slot that writes each dP entry
+  int64_t *chunk_starts = nullptr;        // [2S + 1]  sort_chunks: input chunk starts, sorted ones
 };
 
 // expert_ranks.cu: expert-major ranks of the routing map (SPEC §2's `f`).
@@ -69,12 +69,30 @@ Status check_index_rules(const detail::Plan &p, const detail::Buffers &b, const 
                          cudaStream_t stream);
 
 // permute_grad_cuda.cu: a stable radix sort of the positions j < ids.len by their (checked)
-// token id; on return (*values)[pos] is the j at sorted position pos, (*keys)[pos] its token,
-// and ws.token_runs[t], ws.token_runs[T + t] the [start, end) of token t's positions.
+// token id (a -1 sorts last, as T, in no token's run); on return (*values)[pos] is the j at
+// sorted position pos, (*keys)[pos] its token, and ws.token_runs[t], ws.token_runs[T + t]
+// the [start, end) of token t's positions.
 Status sort_slots_by_token(const detail::Plan &p, const DVector &ids, const Workspace &ws,
                            cudaStream_t stream, const int32_t **keys, const int64_t **values);
 
-// permute_cuda.cu / permute_grad_cuda.cu / unpermute_cuda.cu / unpermute_grad_cuda.cu.
+// The ragged pair's forward (docs/ragged.md): each kept routed pair's row gets its token in
+// `sorted` (and its prob), from the ranks of count_tiles / scan_tiles.
+Status rank_ragged_forward(const detail::Plan &p, const DMatrix &map, const Workspace &ws,
+                           const DVector &sorted, const DMatrix &probs,
+                           const DVector &permuted_probs, cudaStream_t stream);
+
+// ragged_rows_cuda.cu, for the ragged kernels that read a row -> token index: the index rule
+// (index_checks.cu) and, when rows need their expert in drop-less mode, the map's ranks
+// (ws.expert_offsets: each expert's first row, [E] = the routed pairs) and the rule that a
+// row past the pairs names no token (kRowWithoutExpert). Nothing is written on failure.
+Status check_ragged_rows(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
+                         bool need_experts, cudaStream_t stream);
+// Each token's rows in ascending order: (*rows)[ws.token_runs[t] .. ws.token_runs[T + t]).
+Status ragged_rows_by_token(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
+                            cudaStream_t stream, const int64_t **rows);
+
+// permute_cuda.cu / permute_grad_cuda.cu / unpermute_cuda.cu / unpermute_grad_cuda.cu /
+// ragged_permute_cuda.cu / ragged_unpermute_cuda.cu.
 Status permute(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
                cudaStream_t stream);
 Status permute_grad(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
@@ -83,6 +101,14 @@ Status unpermute(const detail::Plan &p, const detail::Buffers &b, const Workspac
                  cudaStream_t stream);
 Status unpermute_grad(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
                       cudaStream_t stream);
+Status ragged_permute(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
+                      cudaStream_t stream);
+Status ragged_permute_grad(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
+                           cudaStream_t stream);
+Status ragged_unpermute(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
+                        cudaStream_t stream);
+Status ragged_unpermute_grad(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
+                             cudaStream_t stream);
 // sort_chunks_cuda.cu: both directions (the plan's operator picks).
 Status sort_chunks(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,
                    cudaStream_t stream);

@@ -51,25 +51,29 @@ __global__ void sum_dropless_kernel(DMatrix tokens_grad, DMatrix G, DVector S, i
   }
 }
 
-__global__ void make_pairs_kernel(DVector S, int32_t *keys, int64_t *values,
+// Keys: the token id, or T for a -1 (an empty row of the ragged pair: sorted last, in no
+// token's run).
+__global__ void make_pairs_kernel(DVector S, int64_t T, int32_t *keys, int64_t *values,
                                   const DeviceStatus *status) {
   // After a failed check the keys may be out of range: sort zeros instead (nothing uses them).
   const bool failed = status->failed != 0;
   for (int64_t j = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; j < S.len;
        j += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    keys[j] = failed ? 0 : static_cast<int32_t>(index_at(S, j));
+    const int64_t s = index_at(S, j);
+    keys[j] = failed ? 0 : static_cast<int32_t>(s < 0 ? T : s);
     values[j] = j;
   }
 }
 
 // runs[t] = start of token t's run in the sorted keys, runs[T + t] = its end (both 0 when
-// no slot names t: the memset before this kernel).
+// no slot names t: the memset before this kernel). Key T (the -1 rows) has no run.
 __global__ void run_bounds_kernel(const int32_t *keys, int64_t R, int64_t T, int64_t *runs,
                                   const DeviceStatus *status) {
   if (status->failed) return;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < R;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     const int32_t k = keys[i];
+    if (k >= T) continue;
     if (i == 0 || keys[i - 1] != k) runs[k] = i;
     if (i == R - 1 || keys[i + 1] != k) runs[T + k] = i + 1;
   }
@@ -104,10 +108,11 @@ unsigned grid_for_threads(int64_t n, int threads) { return grid_of((n + threads 
 
 }  // namespace
 
-// Bits of the sort key: enough for every token id (the check keeps S in [0, T)).
+// Bits of the sort key: enough for every token id and for T (the key of a -1; the check
+// keeps the ids in [0, T)).
 int sort_key_bits(int64_t T) {
   int bits = 1;
-  while (bits < 31 && (int64_t{1} << bits) < T) ++bits;
+  while (bits < 31 && (int64_t{1} << bits) <= T) ++bits;
   return bits;
 }
 
@@ -115,8 +120,8 @@ Status sort_slots_by_token(const detail::Plan &p, const DVector &ids, const Work
                            cudaStream_t stream, const int32_t **keys_out,
                            const int64_t **values_out) {
   const int64_t R = ids.len;
-  make_pairs_kernel<<<grid_for_threads(R, 256), 256, 0, stream>>>(ids, ws.sort_keys, ws.sort_values,
-                                                                  ws.status);
+  make_pairs_kernel<<<grid_for_threads(R, 256), 256, 0, stream>>>(ids, p.T, ws.sort_keys,
+                                                                  ws.sort_values, ws.status);
   MOEPERM_TRY(launched("make_pairs"));
   cub::DoubleBuffer<int32_t> keys(ws.sort_keys, ws.sort_keys + R);
   cub::DoubleBuffer<int64_t> values(ws.sort_values, ws.sort_values + R);

@@ -36,6 +36,11 @@ __device__ __forceinline__ bool aligned16(const void *p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
 
+// A routing map element routes when it is nonzero (1-byte maps, or int32: all four bytes).
+__device__ __forceinline__ bool routed_element(const char *p, int es) {
+  return es == 4 ? *reinterpret_cast<const int32_t *>(p) != 0 : *p != 0;
+}
+
 __device__ __forceinline__ void copy_element(char *dst, const char *src, int es) {
   if (es == 4)
     *reinterpret_cast<uint32_t *>(dst) = *reinterpret_cast<const uint32_t *>(src);

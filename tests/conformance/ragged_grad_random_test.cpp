@@ -6,7 +6,10 @@
 //   gradient of the row of (t, e), +0 elsewhere: exact.
 //   ragged_unpermute_grad: permuted_tokens_grad[r] = round(G[t] * p) (+0 for -1 rows): exact;
 //   probs_grad[t, e] = U3's dot product, against the exact dot within fp32's error bound.
-// The CUDA backend has no ragged kernels yet (kNotImplemented): not in this matrix.
+// An index no permute makes (random tokens, repeated inside a token's and an expert's rows,
+// -1 holes: random_index) is checked against the reference on every configuration too.
+// Device backends (the CUDA backend, label gpu: skipped without a GPU) run every case once,
+// with the tensors in device memory, for both indices, against the reference's bytes.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -48,7 +51,7 @@ struct Out {
   Buf main, probs;
 };
 
-Out run_permute_grad(const Case &c, Inputs &in, GradInputs &gi, const Buf &index, Backend be) {
+Out run_permute_grad(const Case &c, Inputs &in, GradInputs &gi, Buf index, Backend be) {
   RaggedPermuteGradDesc d;
   d.permuted_tokens_grad = gi.g_rows.desc;
   d.sorted_indices = index.desc;
@@ -65,17 +68,16 @@ Out run_permute_grad(const Case &c, Inputs &in, GradInputs &gi, const Buf &index
   }
   const Plan plan = plan_ragged_permute_grad(d, {.backend = be});
   expect_planned_on(plan, be);
-  std::vector<std::byte> ws(plan.workspace_bytes());
+  Memory mem(be);  // a device backend's copies come back when it goes
   run(plan,
-      RaggedPermuteGradData{gi.g_rows.data(), c.pdt ? gi.g_probs.data() : nullptr,
-                            const_cast<std::byte *>(index.bytes.data()),
-                            c.pdt ? in.map.data() : nullptr, o.main.data(),
-                            c.pdt ? o.probs.data() : nullptr},
-      ws);
+      RaggedPermuteGradData{mem(gi.g_rows), c.pdt ? mem(gi.g_probs) : nullptr, mem(index),
+                            c.pdt ? mem(in.map) : nullptr, mem(o.main),
+                            c.pdt ? mem(o.probs) : nullptr},
+      mem.workspace(plan.workspace_bytes()));
   return o;
 }
 
-Out run_unpermute_grad(const Case &c, Inputs &in, GradInputs &gi, const Buf &index, Backend be) {
+Out run_unpermute_grad(const Case &c, Inputs &in, GradInputs &gi, Buf index, Backend be) {
   RaggedUnpermuteGradDesc d;
   d.unpermuted_tokens_grad = gi.g_tokens.desc;
   d.sorted_indices = index.desc;
@@ -92,13 +94,12 @@ Out run_unpermute_grad(const Case &c, Inputs &in, GradInputs &gi, const Buf &ind
   }
   const Plan plan = plan_ragged_unpermute_grad(d, {.backend = be});
   expect_planned_on(plan, be);
-  std::vector<std::byte> ws(plan.workspace_bytes());
+  Memory mem(be);
   run(plan,
-      RaggedUnpermuteGradData{gi.g_tokens.data(), const_cast<std::byte *>(index.bytes.data()),
-                              c.pdt ? in.map.data() : nullptr, c.pdt ? in.y.data() : nullptr,
-                              c.pdt ? in.probs.data() : nullptr, o.main.data(),
-                              c.pdt ? o.probs.data() : nullptr},
-      ws);
+      RaggedUnpermuteGradData{mem(gi.g_tokens), mem(index), c.pdt ? mem(in.map) : nullptr,
+                              c.pdt ? mem(in.y) : nullptr, c.pdt ? mem(in.probs) : nullptr,
+                              mem(o.main), c.pdt ? mem(o.probs) : nullptr},
+      mem.workspace(plan.workspace_bytes()));
   return o;
 }
 
@@ -162,6 +163,29 @@ class RaggedGradRandom : public ::testing::TestWithParam<Case> {
   }
 };
 
+// Each configuration's permute Grad against the reference's bytes, for `index`.
+void expect_permute_grads_match(const Case &c, Inputs &in, GradInputs &gi, const Buf &index,
+                                const Out &want, const std::vector<BackendConfig> &cfgs) {
+  for (const BackendConfig &cfg : cfgs) {
+    SCOPED_TRACE(config_name(cfg));
+    const ScopedConfig scope(cfg);
+    const Out got = run_permute_grad(c, in, gi, index, cfg.backend());
+    expect_same_bytes(got.main, want.main, "tokens_grad");
+    if (c.pdt) expect_same_bytes(got.probs, want.probs, "probs_grad");
+  }
+}
+
+void expect_unpermute_grads_match(const Case &c, Inputs &in, GradInputs &gi, const Buf &index,
+                                  const Out &want, const std::vector<BackendConfig> &cfgs) {
+  for (const BackendConfig &cfg : cfgs) {
+    SCOPED_TRACE(config_name(cfg));
+    const ScopedConfig scope(cfg);
+    const Out got = run_unpermute_grad(c, in, gi, index, cfg.backend());
+    expect_same_bytes(got.main, want.main, "permuted_tokens_grad");
+    if (c.pdt) expect_same_bytes(got.probs, want.probs, "probs_grad");
+  }
+}
+
 TEST_P(RaggedGradRandom, PermuteGradMatchesTheOracle) {
   const Case &c = GetParam();
   Inputs in = make_inputs(c, static_cast<uint32_t>(c.T * 7 + c.H + c.E));
@@ -169,13 +193,10 @@ TEST_P(RaggedGradRandom, PermuteGradMatchesTheOracle) {
   const Buf index = oracle_index(c, in);
   const Out want = run_permute_grad(c, in, gi, index, Backend::reference);
   expect_permute_grad_is_the_oracle(c, in, gi, want);
-  for (const BackendConfig &cfg : configs(c)) {
-    SCOPED_TRACE(config_name(cfg));
-    const ScopedConfig scope(cfg);
-    const Out got = run_permute_grad(c, in, gi, index, cfg.backend());
-    expect_same_bytes(got.main, want.main, "tokens_grad");
-    if (c.pdt) expect_same_bytes(got.probs, want.probs, "probs_grad");
-  }
+  expect_permute_grads_match(c, in, gi, index, want, configs(c));
+  const Buf random = random_index(c, in, 3);
+  expect_permute_grads_match(c, in, gi, random,
+                             run_permute_grad(c, in, gi, random, Backend::reference), configs(c));
 }
 
 TEST_P(RaggedGradRandom, UnpermuteGradMatchesTheOracle) {
@@ -185,19 +206,51 @@ TEST_P(RaggedGradRandom, UnpermuteGradMatchesTheOracle) {
   const Buf index = oracle_index(c, in);
   const Out want = run_unpermute_grad(c, in, gi, index, Backend::reference);
   expect_unpermute_grad_is_the_oracle(c, in, gi, want);
-  for (const BackendConfig &cfg : configs(c)) {
-    SCOPED_TRACE(config_name(cfg));
-    const ScopedConfig scope(cfg);
-    const Out got = run_unpermute_grad(c, in, gi, index, cfg.backend());
-    expect_same_bytes(got.main, want.main, "permuted_tokens_grad");
-    if (c.pdt) expect_same_bytes(got.probs, want.probs, "probs_grad");
-  }
+  expect_unpermute_grads_match(c, in, gi, index, want, configs(c));
+  const Buf random = random_index(c, in, 5);
+  expect_unpermute_grads_match(
+      c, in, gi, random, run_unpermute_grad(c, in, gi, random, Backend::reference), configs(c));
 }
 
 std::string CaseName(const ::testing::TestParamInfo<Case> &p) { return p.param.name; }
 
 INSTANTIATE_TEST_SUITE_P(Contiguous, RaggedGradRandom, ::testing::ValuesIn(cases(true)), CaseName);
 INSTANTIATE_TEST_SUITE_P(Strided, RaggedGradRandom, ::testing::ValuesIn(cases(false)), CaseName);
+
+// Every case on each device backend, for the permute's index and a random one.
+class RaggedGradRandomOnDevice : public BackendCase<std::tuple<Case, BackendConfig>> {
+ protected:
+  const Case &problem() const { return std::get<0>(GetParam()); }
+};
+
+TEST_P(RaggedGradRandomOnDevice, PermuteGradMatchesTheReference) {
+  const Case &c = problem();
+  Inputs in = make_inputs(c, static_cast<uint32_t>(c.T * 7 + c.H + c.E));
+  GradInputs gi = make_grads(c, in, 11);
+  for (const Buf &index : {oracle_index(c, in), random_index(c, in, 3)}) {
+    const Out want = run_permute_grad(c, in, gi, index, Backend::reference);
+    const Out got = run_permute_grad(c, in, gi, index, backend());
+    expect_same_bytes(got.main, want.main, "tokens_grad");
+    if (c.pdt) expect_same_bytes(got.probs, want.probs, "probs_grad");
+  }
+}
+
+TEST_P(RaggedGradRandomOnDevice, UnpermuteGradMatchesTheReference) {
+  const Case &c = problem();
+  Inputs in = make_inputs(c, static_cast<uint32_t>(c.T * 5 + c.H + c.E));
+  GradInputs gi = make_grads(c, in, 13);
+  for (const Buf &index : {oracle_index(c, in), random_index(c, in, 5)}) {
+    const Out want = run_unpermute_grad(c, in, gi, index, Backend::reference);
+    const Out got = run_unpermute_grad(c, in, gi, index, backend());
+    expect_same_bytes(got.main, want.main, "permuted_tokens_grad");
+    if (c.pdt) expect_same_bytes(got.probs, want.probs, "probs_grad");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, RaggedGradRandomOnDevice,
+                         ::testing::Combine(::testing::ValuesIn(all_cases()),
+                                            ::testing::ValuesIn(device_configs())),
+                         CaseConfigName);
 
 }  // namespace
 }  // namespace moeperm::testing

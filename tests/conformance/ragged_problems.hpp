@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "backend_matrix.hpp"
 #include "fp_reference.hpp"
 #include "poisoned_buffer.hpp"
 
@@ -162,6 +163,42 @@ inline std::vector<Case> cases(bool contiguous) {
       }
     }
   return out;
+}
+
+// An index no permute makes: each row a random token (so a token's rows, and one expert's
+// rows of a token, repeat) or -1; drop-less, the rows past the routed pairs stay -1 (with
+// probs they have no expert to weigh them).
+inline Buf random_index(const Case &c, const Inputs &in, uint32_t seed) {
+  std::mt19937 rng(seed);
+  int64_t pairs = 0;
+  for (int64_t t = 0; t < c.T; ++t)
+    for (int64_t e = 0; e < c.E; ++e) pairs += routed(in.map, t, e);
+  Buf s(DType::i32, {in.R}, c.lay);
+  for (int64_t r = 0; r < in.R; ++r) {
+    const bool hole = rng() % 5 == 0 || (!c.drop_and_pad && r >= pairs) || c.T == 0;
+    s.set_bits(r, 0, hole ? ~0u : static_cast<uint32_t>(rng() % static_cast<uint32_t>(c.T)));
+  }
+  return s;
+}
+
+// Both layouts' cases: the device suites run each once.
+inline std::vector<Case> all_cases() {
+  std::vector<Case> out = cases(true);
+  for (const Case &c : cases(false)) out.push_back(c);
+  return out;
+}
+
+// The device backends' configurations (their test names end in "_<backend>": label gpu).
+inline std::vector<BackendConfig> device_configs() {
+  std::vector<BackendConfig> out;
+  for (const BackendConfig &c : backend_configs(Matrix::one))
+    if (c.info.device) out.push_back(c);
+  return out;
+}
+
+inline std::string CaseConfigName(
+    const ::testing::TestParamInfo<std::tuple<Case, BackendConfig>> &info) {
+  return std::get<0>(info.param).name + "_" + config_name(std::get<1>(info.param));
 }
 
 }  // namespace moeperm::testing::ragged

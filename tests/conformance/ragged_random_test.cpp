@@ -10,7 +10,9 @@
 // that pad, probs of a dtype other than the tokens', three layouts.
 // The reference is checked against the oracle, every other configuration against the
 // reference's bytes (the storage comparison is the stronger one).
-// The CUDA backend has no ragged kernels yet (kNotImplemented): not in this matrix.
+// Device backends (the CUDA backend, label gpu: skipped without a GPU) run every case once,
+// with the tensors in device memory, against the reference's bytes; a data error found on
+// the device names the row as the host does and leaves the output unwritten.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -53,15 +55,16 @@ PermuteOut run_permute(const Case &c, Inputs &in, Backend backend) {
   }
   const Plan plan = plan_ragged_permute(d, {.backend = backend});
   expect_planned_on(plan, backend);
-  std::vector<std::byte> ws(plan.workspace_bytes());
+  Memory mem(backend);  // a device backend's copies come back when it goes
   run(plan,
-      RaggedPermuteData{in.x.data(), in.map.data(), c.pdt ? in.probs.data() : nullptr, o.y.data(),
-                        c.pdt ? o.yp.data() : nullptr, o.s.data()},
-      ws);
+      RaggedPermuteData{mem(in.x), mem(in.map), c.pdt ? mem(in.probs) : nullptr, mem(o.y),
+                        c.pdt ? mem(o.yp) : nullptr, mem(o.s)},
+      mem.workspace(plan.workspace_bytes()));
   return o;
 }
 
-Buf run_unpermute(const Case &c, Inputs &in, const Buf &index, Backend backend) {
+// Its outputs are written back when the run's Memory goes, also after a failure (out).
+void run_unpermute_into(const Case &c, Inputs &in, Buf index, Backend backend, Buf &out) {
   RaggedUnpermuteDesc d;
   d.permuted_tokens = in.y.desc;
   d.sorted_indices = index.desc;
@@ -70,15 +73,19 @@ Buf run_unpermute(const Case &c, Inputs &in, const Buf &index, Backend backend) 
     d.probs = in.probs.desc, d.routing_map = in.map.desc;
   else
     d.restore_shape = std::vector<int64_t>{c.T, c.H};
-  Buf out(c.vdt, {c.T, c.H}, c.lay);
   d.unpermuted_tokens = out.desc;
   const Plan plan = plan_ragged_unpermute(d, {.backend = backend});
   expect_planned_on(plan, backend);
-  std::vector<std::byte> ws(plan.workspace_bytes());
+  Memory mem(backend);
   run(plan,
-      RaggedUnpermuteData{in.y.data(), index.bytes.data(), c.pdt ? in.map.data() : nullptr,
-                          c.pdt ? in.probs.data() : nullptr, out.data()},
-      ws);
+      RaggedUnpermuteData{mem(in.y), mem(index), c.pdt ? mem(in.map) : nullptr,
+                          c.pdt ? mem(in.probs) : nullptr, mem(out)},
+      mem.workspace(plan.workspace_bytes()));
+}
+
+Buf run_unpermute(const Case &c, Inputs &in, const Buf &index, Backend backend) {
+  Buf out(c.vdt, {c.T, c.H}, c.lay);
+  run_unpermute_into(c, in, index, backend, out);
   return out;
 }
 
@@ -146,12 +153,17 @@ TEST_P(RaggedRandom, UnpermuteMatchesTheOracle) {
   const Buf index = oracle_index(c, in);
   const Buf want = run_unpermute(c, in, index, Backend::reference);
   expect_unpermute_is_the_oracle(c, in, want);
+  // And an index no permute makes (random_index: repeated rows, -1 holes).
+  const Buf random = random_index(c, in, 9);
+  const Buf want_random = run_unpermute(c, in, random, Backend::reference);
   for (const BackendConfig &cfg : configs(c)) {
     SCOPED_TRACE(config_name(cfg));
     const ScopedConfig scope(cfg);
     const Buf got = run_unpermute(c, in, index, cfg.backend());
     expect_same_bytes(got, want, "unpermuted_tokens");
     EXPECT_EQ(poisoned_elements(got), 0);
+    expect_same_bytes(run_unpermute(c, in, random, cfg.backend()), want_random,
+                      "unpermuted_tokens (random index)");
   }
 }
 
@@ -159,6 +171,68 @@ std::string CaseName(const ::testing::TestParamInfo<Case> &p) { return p.param.n
 
 INSTANTIATE_TEST_SUITE_P(Contiguous, RaggedRandom, ::testing::ValuesIn(cases(true)), CaseName);
 INSTANTIATE_TEST_SUITE_P(Strided, RaggedRandom, ::testing::ValuesIn(cases(false)), CaseName);
+
+// Every case on each device backend, against the reference's bytes.
+class RaggedRandomOnDevice : public BackendCase<std::tuple<Case, BackendConfig>> {
+ protected:
+  const Case &problem() const { return std::get<0>(GetParam()); }
+};
+
+TEST_P(RaggedRandomOnDevice, PermuteMatchesTheReference) {
+  const Case &c = problem();
+  Inputs in = make_inputs(c, static_cast<uint32_t>(c.T * 31 + c.H + c.E));
+  const PermuteOut want = run_permute(c, in, Backend::reference);
+  const PermuteOut got = run_permute(c, in, backend());
+  expect_same_bytes(got.y, want.y, "permuted_tokens");
+  expect_same_bytes(got.s, want.s, "sorted_indices");
+  if (c.pdt) expect_same_bytes(got.yp, want.yp, "permuted_probs");
+}
+
+TEST_P(RaggedRandomOnDevice, UnpermuteMatchesTheReference) {
+  const Case &c = problem();
+  Inputs in = make_inputs(c, static_cast<uint32_t>(c.T * 17 + c.H + c.E));
+  for (const Buf &index : {oracle_index(c, in), random_index(c, in, 9)})
+    expect_same_bytes(run_unpermute(c, in, index, backend()),
+                      run_unpermute(c, in, index, Backend::reference), "unpermuted_tokens");
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, RaggedRandomOnDevice,
+                         ::testing::Combine(::testing::ValuesIn(all_cases()),
+                                            ::testing::ValuesIn(device_configs())),
+                         CaseConfigName);
+
+// Drop-less with probs, a row past the routed pairs that names a token has no expert: the
+// run fails naming the row (as the host backends' message), and nothing is written. On every
+// backend, the devices included (their check runs on the device).
+class RaggedRowErrors : public BackendCase<> {};
+
+TEST_P(RaggedRowErrors, RowPastTheRoutedPairsWritesNothing) {
+  Case c{.name = "row_past_pairs",
+         .T = 67,
+         .E = 5,
+         .H = 45,
+         .rows = Rows::more,
+         .vdt = DType::bf16,
+         .pdt = DType::f32};
+  Inputs in = make_inputs(c, 5);
+  Buf index = oracle_index(c, in);
+  const int64_t pairs = in.R - 37, bad = in.R - 2;  // Rows::more: 37 rows past the pairs
+  ASSERT_EQ(static_cast<int32_t>(index.bits(bad)), -1);
+  index.set_bits(bad, 0, 7u);
+  Buf out(c.vdt, {c.T, c.H}, c.lay);
+  const Failure f = failure_of([&] { run_unpermute_into(c, in, index, backend(), out); });
+  EXPECT_EQ(f.code, Code::invalid_param);
+  EXPECT_NE(f.message.find("moeperm::ragged_unpermute: sorted_indices[" + std::to_string(bad) +
+                           "] = 7 names a token, but row " + std::to_string(bad) +
+                           " lies past the " + std::to_string(pairs) + " (token, expert) pairs"),
+            std::string::npos)
+      << f.message;
+  EXPECT_EQ(poisoned_elements(out), c.T * c.H) << "written before the check";
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, RaggedRowErrors,
+                         ::testing::ValuesIn(backend_configs(Matrix::one, {.reference = true})),
+                         ConfigName);
 
 }  // namespace
 }  // namespace moeperm::testing

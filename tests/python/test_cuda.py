@@ -90,9 +90,35 @@ def test_cuda_sort_chunks_matches_cpu_bitwise(dtype):
         moeperm.sort_chunks(x0.cuda(), sizes.cuda() + 1, order.cuda())
 
 
-def test_cuda_ragged_operators_fail_loudly_until_they_have_kernels():
-    """The ragged pair has host kernels only so far: on CUDA tensors it says so (161002)."""
-    tokens = torch.randn(4, 8, device="cuda")
-    routing_map = torch.ones(4, 2, dtype=torch.bool, device="cuda")
-    with pytest.raises(ValueError, match="not implemented on the CUDA backend"):
-        moeperm.ragged_permute(tokens, routing_map, num_out_tokens=8)
+@pytest.mark.parametrize("map_dtype", [torch.bool, torch.int32], ids=["bool", "int32"])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.float32])
+@pytest.mark.parametrize("drop_and_pad", [False, True], ids=["dropless", "droppad"])
+def test_cuda_ragged_pair_matches_cpu_bitwise(drop_and_pad, dtype, map_dtype):
+    """The ragged pair's four CUDA kernels (Megatron's permute -> unpermute with probs, and
+    autograd through both) against the CPU: any number of experts per token, fp32 probs with
+    any token dtype, maps of int32 values a one-byte read would miss, capacity dropping."""
+    import moeperm.megatron as mm
+    gen = torch.Generator().manual_seed(11)
+    T, E, H = 301, 7, 200
+    routed = torch.rand(T, E, generator=gen) < torch.rand(T, 1, generator=gen)
+    m0 = (routed.to(torch.int32) * 256) if map_dtype == torch.int32 else routed
+    x0 = torch.randn(T, H, generator=gen).to(dtype)
+    p0 = torch.rand(T, E, generator=gen) * routed
+    rows = E * (T // 9) if drop_and_pad else None
+    results = []
+    for device in ("cpu", "cuda"):
+        x = x0.to(device).requires_grad_()
+        p = p0.to(device).requires_grad_()
+        m = m0.to(device)
+        y, _, s = mm.permute(x, m, num_out_tokens=rows, drop_and_pad=drop_and_pad)
+        out = mm.unpermute(y * 1.5, s, x.shape, probs=p, routing_map=m,
+                           drop_and_pad=drop_and_pad)
+        out.float().square().sum().backward()
+        results.append([y.detach(), s, out.detach(), x.grad, p.grad])
+    for want, got in zip(*results):
+        assert got.device.type == "cuda" and got.dtype == want.dtype
+        assert torch.equal(got.cpu(), want)
+    bad = results[1][1].clone()
+    bad[0] = T
+    with pytest.raises(ValueError, match=rf"sorted_indices\[0\] = {T}"):
+        mm.unpermute(results[1][0], bad, (T, H))
