@@ -1,16 +1,23 @@
-// `moeperm bench --device cuda`: the CUDA backend timed with CUDA events on one stream.
-// Operator and ceiling are interleaved on the same stream, so both see the same clocks and
-// the same L2 state; the ceiling is a device-to-device cudaMemcpyAsync moving the same
-// bytes (reading half, writing half), the practical bound of a memory-bound operator.
+// `moeperm bench --device cuda`: the CUDA backend timed with CUDA events on one stream, every
+// operator of the token path (token_path.hpp) in its order. Operator and ceiling are
+// interleaved on the same stream, so both see the same clocks and the same L2 state; the
+// ceiling is a device-to-device cudaMemcpyAsync moving the same bytes (reading half,
+// writing half), the practical bound of a memory-bound operator. Each operator's outputs are
+// compared once, bit for bit, with the CPU backend's on the same path.
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <bit>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "bench.hpp"
+#include "token_path.hpp"
 
 namespace moeperm::bench {
 namespace {
@@ -62,116 +69,151 @@ void on_done(void *context, Code code, const char *message) {
   if (f->count.fetch_add(1) == 0) f->first = message;
 }
 
-}  // namespace
+// Device copies of every tensor of a path (whole storages: outputs keep their poison).
+class Mirror {
+ public:
+  explicit Mirror(TokenPath &path) {
+    for (problem_model::HostTensor *t : path.tensors()) {
+      if (t->storage.empty()) continue;
+      copies_.push_back(std::make_unique<DeviceCopy>(*t));
+      at_[t->data()] = copies_.back().get();
+    }
+  }
+  void *device(const void *host) const {
+    if (host == nullptr) return nullptr;
+    const auto it = at_.find(host);
+    if (it == at_.end())
+      throw Error(Code::runtime_error, "moeperm bench --device cuda: a tensor has no device copy");
+    return it->second->get();
+  }
+  void download(problem_model::HostTensor &t) const {
+    if (!t.storage.empty()) at_.at(t.data())->download(t);
+  }
 
-CaseResult run_case_cuda(const Case &c, const Options &o) {
+ private:
+  std::vector<std::unique_ptr<DeviceCopy>> copies_;
+  std::unordered_map<const void *, const DeviceCopy *> at_;
+};
+
+// Every data struct of the API is an aggregate of tensor pointers only (const void * or
+// void *, token_path.hpp's OpData): its device twin is the same struct with each pointer
+// replaced by its tensor's device copy.
+template <class D>
+D on_device(const D &host, const Mirror &m) {
+  static_assert(sizeof(D) % sizeof(void *) == 0 && alignof(D) == alignof(void *));
+  auto pointers = std::bit_cast<std::array<const void *, sizeof(D) / sizeof(void *)>>(host);
+  for (const void *&ptr : pointers) ptr = m.device(ptr);
+  return std::bit_cast<D>(pointers);
+}
+
+// One operator on the GPU: its plan, device tensors, workspace and samples.
+struct DeviceOp {
+  const PathOp &op;
+  Plan plan;
+  OpData data;
+  DeviceCopy workspace;
+  std::vector<double> op_ms, copy_ms;
+
+  DeviceOp(const PathOp &o, const Mirror &m)
+      : op(o),
+        plan(o.plan_on(Backend::cuda)),
+        data(std::visit([&](const auto &d) { return OpData(on_device(d, m)); }, o.data)),
+        workspace(plan.workspace_bytes()) {}
+  void enqueue(cudaStream_t stream, Failures &failures) const {
+    std::visit(
+        [&](const auto &d) { run_async(plan, d, workspace.span(), stream, on_done, &failures); },
+        data);
+  }
+};
+
+void require_gpu() {
   if (!cuda_built() || cuda_device_count() == 0)
     throw Error(Code::runtime_error,
                 cuda_built() ? "moeperm bench --device cuda: the CUDA driver reports no GPU"
                              : "moeperm bench --device cuda: this moeperm was built without CUDA");
   check(cudaSetDevice(0), "cudaSetDevice");
+}
+
+// The CPU backend's outputs of the same path, for the bitwise comparison.
+std::unique_ptr<TokenPath> cpu_outputs(const Case &c) {
+  CaseResult unused;
+  std::unique_ptr<TokenPath> want = make_token_path(c.spec, unused);
+  for (const PathOp &op : want->ops) {
+    const Plan plan = op.plan_on(Backend::cpu);
+    std::vector<std::byte> ws(plan.workspace_bytes());
+    run_on_host(plan, op.data, ws);
+  }
+  return want;
+}
+
+}  // namespace
+
+CaseResult run_case_cuda(const Case &c, const Options &o) {
+  require_gpu();
   CaseResult res;
   res.c = c;
-  problem_model::Problem p = problem_model::make_problem(c.spec);
-  // The CPU backend's outputs, for the bitwise comparison.
-  problem_model::Problem want = problem_model::make_problem(c.spec);
-  run(plan_permute(want.permute_desc(), {Backend::cpu}), want.permute_data(), {});
-  {
-    const Plan b = plan_permute_grad(want.grad_desc(), {Backend::cpu});
-    std::vector<std::byte> ws(b.workspace_bytes());
-    run(b, want.grad_data(), ws);
+  const std::unique_ptr<TokenPath> want = cpu_outputs(c);
+  const std::unique_ptr<TokenPath> path = make_token_path(c.spec, res);
+  const Mirror mirror(*path);
+  std::vector<std::unique_ptr<DeviceOp>> ops;
+  double max_bytes = 0;
+  for (const PathOp &op : path->ops) {
+    ops.push_back(std::make_unique<DeviceOp>(op, mirror));
+    max_bytes = std::max(max_bytes, op.result->bytes);
   }
-
-  DeviceCopy tokens(p.tokens), map(p.routing_map), probs(p.probs), permuted(p.permuted_tokens),
-      permuted_probs(p.permuted_probs), sorted(p.sorted_indices), grad(p.grad),
-      probs_grad(p.probs_grad), tokens_grad(p.tokens_grad), dense_grad(p.dense_probs_grad);
-  const Plan fwd = plan_permute(p.permute_desc(), {Backend::cuda});
-  const Plan bwd = plan_permute_grad(p.grad_desc(), {Backend::cuda});
-  res.plan = bwd.to_string();
-  DeviceCopy ws_f(fwd.workspace_bytes()), ws_b(bwd.workspace_bytes());
-  const bool probs_on = c.spec.with_probs;
-  const PermuteData fd{tokens.get(),
-                       map.get(),
-                       probs_on ? probs.get() : nullptr,
-                       permuted.get(),
-                       probs_on ? permuted_probs.get() : nullptr,
-                       sorted.get()};
-  const PermuteGradData bd{grad.get(),        probs_on ? probs_grad.get() : nullptr,
-                           sorted.get(),      map.get(),
-                           tokens_grad.get(), probs_on ? dense_grad.get() : nullptr};
-  res.forward.bytes = static_cast<double>(problem_model::permute_bytes(c.spec));
-  res.backward.bytes = static_cast<double>(problem_model::permute_grad_bytes(c.spec));
-  DeviceCopy copy_src(static_cast<size_t>(std::max(res.forward.bytes, res.backward.bytes) / 2));
-  DeviceCopy copy_dst(static_cast<size_t>(std::max(res.forward.bytes, res.backward.bytes) / 2));
-  const auto half_f = static_cast<size_t>(res.forward.bytes / 2);
-  const auto half_b = static_cast<size_t>(res.backward.bytes / 2);
+  res.plan = ops[3]->plan.to_string();  // the permute Grad's
+  DeviceCopy copy_src(static_cast<size_t>(max_bytes / 2)), copy_dst(copy_src.span().size());
 
   cudaStream_t stream = nullptr;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
-  cudaEvent_t ev[5];
+  cudaEvent_t ev[3];
   for (cudaEvent_t &e : ev) check(cudaEventCreate(&e), "cudaEventCreate");
   Failures failures;
-  auto forward = [&] { run_async(fwd, fd, ws_f.span(), stream, on_done, &failures); };
-  auto backward = [&] { run_async(bwd, bd, ws_b.span(), stream, on_done, &failures); };
-  auto copy = [&](size_t n) {
-    check(cudaMemcpyAsync(copy_dst.get(), copy_src.get(), n, cudaMemcpyDeviceToDevice, stream),
-          "cudaMemcpyAsync");
+  auto copy = [&](const DeviceOp &d) {
+    check(
+        cudaMemcpyAsync(copy_dst.get(), copy_src.get(), static_cast<size_t>(d.op.result->bytes / 2),
+                        cudaMemcpyDeviceToDevice, stream),
+        "cudaMemcpyAsync");
   };
 
-  // Once, checked: the forward's S feeds the backward, as in training.
-  forward();
-  backward();
+  // Once, in order, checked: each operator reads what the one before it wrote, as in training.
+  for (const auto &d : ops) d->enqueue(stream, failures);
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   if (failures.count) throw Error(Code::invalid_param, failures.first);
-  permuted.download(p.permuted_tokens);
-  sorted.download(p.sorted_indices);
-  tokens_grad.download(p.tokens_grad);
-  res.forward.bit_differences = static_cast<int>(
-      problem_model::count_bit_differences(p.permuted_tokens, want.permuted_tokens) +
-      problem_model::count_bit_differences(p.sorted_indices, want.sorted_indices));
-  res.backward.bit_differences =
-      static_cast<int>(problem_model::count_bit_differences(p.tokens_grad, want.tokens_grad));
-  if (probs_on) {
-    permuted_probs.download(p.permuted_probs);
-    dense_grad.download(p.dense_probs_grad);
-    res.forward.bit_differences += static_cast<int>(
-        problem_model::count_bit_differences(p.permuted_probs, want.permuted_probs));
-    res.backward.bit_differences += static_cast<int>(
-        problem_model::count_bit_differences(p.dense_probs_grad, want.dense_probs_grad));
+  for (size_t i = 0; i < ops.size(); ++i) {
+    int64_t differences = 0;
+    for (size_t k = 0; k < path->ops[i].outputs.size(); ++k) {
+      mirror.download(*path->ops[i].outputs[k]);
+      differences +=
+          problem_model::count_bit_differences(*path->ops[i].outputs[k], *want->ops[i].outputs[k]);
+    }
+    path->ops[i].result->bit_differences = static_cast<int>(differences);
   }
 
-  for (int i = 0; i < o.warmup; ++i) {
-    forward();
-    copy(half_f);
-    backward();
-    copy(half_b);
-  }
-  std::vector<double> tf, tb, cf, cb;
-  for (int i = 0; i < o.runs; ++i) {
-    check(cudaEventRecord(ev[0], stream), "cudaEventRecord");
-    forward();
-    check(cudaEventRecord(ev[1], stream), "cudaEventRecord");
-    copy(half_f);
-    check(cudaEventRecord(ev[2], stream), "cudaEventRecord");
-    backward();
-    check(cudaEventRecord(ev[3], stream), "cudaEventRecord");
-    copy(half_b);
-    check(cudaEventRecord(ev[4], stream), "cudaEventRecord");
-    check(cudaEventSynchronize(ev[4]), "cudaEventSynchronize");
-    float ms[4];
-    for (int k = 0; k < 4; ++k)
-      check(cudaEventElapsedTime(&ms[k], ev[k], ev[k + 1]), "cudaEventElapsedTime");
-    tf.push_back(ms[0]);
-    cf.push_back(ms[1]);
-    tb.push_back(ms[2]);
-    cb.push_back(ms[3]);
-  }
+  for (int i = 0; i < o.warmup; ++i)
+    for (const auto &d : ops) {
+      d->enqueue(stream, failures);
+      copy(*d);
+    }
+  for (int i = 0; i < o.runs; ++i)
+    for (const auto &d : ops) {
+      check(cudaEventRecord(ev[0], stream), "cudaEventRecord");
+      d->enqueue(stream, failures);
+      check(cudaEventRecord(ev[1], stream), "cudaEventRecord");
+      copy(*d);
+      check(cudaEventRecord(ev[2], stream), "cudaEventRecord");
+      check(cudaEventSynchronize(ev[2]), "cudaEventSynchronize");
+      float ms[2];
+      for (int k = 0; k < 2; ++k)
+        check(cudaEventElapsedTime(&ms[k], ev[k], ev[k + 1]), "cudaEventElapsedTime");
+      d->op_ms.push_back(ms[0]);
+      d->copy_ms.push_back(ms[1]);
+    }
   check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   for (cudaEvent_t e : ev) (void)cudaEventDestroy(e);
   (void)cudaStreamDestroy(stream);
   if (failures.count) throw Error(Code::invalid_param, failures.first);
-  finish(res.forward, tf, cf);
-  finish(res.backward, tb, cb);
+  for (const auto &d : ops) finish(*d->op.result, d->op_ms, d->copy_ms);
   return res;
 }
 

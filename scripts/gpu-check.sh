@@ -61,8 +61,11 @@ bench = json.load(open(sys.argv[1]))
 torch = json.load(open(sys.argv[2])) if sys.argv[2] else {}
 print("\n| case | op | moeperm ms | GB/s | D2D copy ms | % of copy bandwidth | bits vs CPU | PyTorch eager ms | speedup |")
 print("|---|---|---:|---:|---:|---:|---|---:|---:|")
+ops = ("forward", "backward", "unpermute", "unpermute_grad", "ragged_permute",
+       "ragged_permute_grad", "ragged_unpermute", "ragged_unpermute_grad", "sort_chunks",
+       "sort_chunks_grad")
 for c in bench["cases"]:
-    for op in ("forward", "backward"):
+    for op in (o for o in ops if o in c):
         r = c[op]
         t = torch.get(c["name"], {}).get(op + "_ms")
         diff = r.get("bit_differences_vs_cpu")

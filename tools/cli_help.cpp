@@ -140,9 +140,9 @@ flags:
   --device D           cpu (default) or cuda: the CUDA backend on GPU 0, through
                        moeperm::run_async on one stream, timed with CUDA events; the
                        ceiling is a device-to-device cudaMemcpyAsync of the same bytes
-                       in the same run, and each case's outputs are compared bit for bit
-                       with the CPU backend's once (column "bits"); no threads suite;
-                       the permute pair only (the unpermute pair has no CUDA kernels yet)
+                       in the same run, and every operator's outputs are compared bit
+                       for bit with the CPU backend's once (the last column); no threads
+                       or isa suite
   --json FILE          also write every figure as JSON to FILE (- for stdout)
   -h, --help           print this help
 
