@@ -6,6 +6,10 @@
 # composition of the same operators, and prints a short table last. About 3-4 minutes on a
 # 16-core H200 machine. Results also go to ${MOEPERM_GPU_OUT:-build/gpu-check}/.
 #
+# MOEPERM_GPU_SANITIZE=1 (opt-in: it multiplies the tests' time) also runs every gtest-based
+# `gpu` test under compute-sanitizer's memcheck and racecheck (logs in the output folder);
+# any report fails the script.
+#
 # GoogleTest is needed for the gpu tests; where it is not installed (no network), give its
 # prefix as GTEST_ROOT (e.g. Debian's libgtest-dev unpacked with `dpkg -x`); without it the
 # script says so and runs the rest.
@@ -36,6 +40,35 @@ note "built ($(grep -c 'Building CUDA' "$out/build.log") CUDA files, arch $arch)
 if [[ $tests == ON ]]; then
   ctest --test-dir "$build" -L gpu --output-on-failure -j4 2>&1 | tee "$out/ctest-gpu.log" | tail -5
   ((${PIPESTATUS[0]} == 0)) || status=1
+fi
+# Opt-in: the gtest-based gpu tests (their commands and environment from CTest) under
+# compute-sanitizer, memcheck then racecheck. Each line of gpu-tests.cmds is
+# "<binary><TAB>env <VAR=value>... @SANITIZER@ <command>".
+if [[ ${MOEPERM_GPU_SANITIZE:-0} == 1 && $tests == ON ]]; then
+  if command -v compute-sanitizer >/dev/null; then
+    ctest --test-dir "$build" -L gpu --show-only=json-v1 >"$out/gpu-tests.json"
+    python3 - "$out/gpu-tests.json" >"$out/gpu-tests.cmds" <<'PY'
+import json, os, shlex, sys
+for t in json.load(open(sys.argv[1]))["tests"]:
+    cmd = t.get("command", [])
+    if not cmd or "python" in os.path.basename(cmd[0]):
+        continue  # the Python tests run below, with their own interpreter
+    env = next((p["value"] for p in t.get("properties", []) if p["name"] == "ENVIRONMENT"), [])
+    line = " ".join(shlex.quote(x) for x in ["env", *env]) + " @SANITIZER@ "
+    print(os.path.basename(cmd[0]) + "\t" + line + " ".join(shlex.quote(x) for x in cmd))
+PY
+    for tool in memcheck racecheck; do
+      while IFS=$'\t' read -r binary cmd; do
+        if ! eval "${cmd/@SANITIZER@/compute-sanitizer --tool $tool --error-exitcode 99}" \
+          </dev/null >>"$out/sanitizer-$tool.log" 2>&1; then
+          status=1; note "compute-sanitizer $tool: $binary reports errors or fails"
+        fi
+      done <"$out/gpu-tests.cmds"
+      note "compute-sanitizer $tool: done (log: $out/sanitizer-$tool.log)"
+    done
+  else
+    status=1; note "MOEPERM_GPU_SANITIZE=1 but compute-sanitizer is not on PATH"
+  fi
 fi
 if [[ $python == ON ]]; then
   ctest --test-dir "$build" -L python --output-on-failure 2>&1 | tee "$out/ctest-python.log" | tail -3
