@@ -38,7 +38,7 @@ cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1 || { tail -40 "$out/b
 note "built ($(grep -c 'Building CUDA' "$out/build.log") CUDA files, arch $arch)"
 
 if [[ $tests == ON ]]; then
-  ctest --test-dir "$build" -L gpu --output-on-failure -j4 2>&1 | tee "$out/ctest-gpu.log" | tail -5
+  ctest --test-dir "$build" -L gpu -LE python --output-on-failure -j4 2>&1 | tee "$out/ctest-gpu.log" | tail -5
   ((${PIPESTATUS[0]} == 0)) || status=1
 fi
 # Opt-in: the gtest-based gpu tests (their commands and environment from CTest) under

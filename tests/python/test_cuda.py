@@ -122,3 +122,27 @@ def test_cuda_ragged_pair_matches_cpu_bitwise(drop_and_pad, dtype, map_dtype):
     bad[0] = T
     with pytest.raises(ValueError, match=rf"sorted_indices\[0\] = {T}"):
         mm.unpermute(results[1][0], bad, (T, H))
+
+
+@pytest.mark.parametrize("drop_and_pad", [False, True], ids=["dropless", "droppad"])
+def test_cuda_megatron_dispatcher_with_and_without_the_patch(drop_and_pad):
+    """The GPU half of test_megatron_dispatcher.py: Megatron-core's AlltoAll dispatcher with
+    its real CUDA streams and device copies (no host shims), one rank over NCCL, on the GPU,
+    with and without moeperm.megatron.patch() (its ragged pair and chunk sort on the CUDA
+    backend) against the float64 unpatched run."""
+    pytest.importorskip("megatron.core")
+    if not torch.distributed.is_nccl_available():
+        pytest.skip("needs PyTorch with NCCL")
+    import socket
+    from test_megatron_dispatcher import CASES, _run_case, check_errors
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    torch.cuda.set_device(0)
+    torch.distributed.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}",
+                                         rank=0, world_size=1)
+    try:
+        for case in (c for c in CASES if c["drop_and_pad"] == drop_and_pad):
+            check_errors(0, _run_case(0, case, world=1, device="cuda"), case["dtype"])
+    finally:
+        torch.distributed.destroy_process_group()

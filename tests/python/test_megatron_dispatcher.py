@@ -98,7 +98,9 @@ def _worker(rank, port, case, queue):
         queue.put((rank, repr(e)))
 
 
-def _run_case(rank, case):
+def _run_case(rank, case, world=WORLD, device="cpu"):
+    """One rank's three runs (float64 reference, Megatron, moeperm) and their relative errors.
+    On CUDA (test_cuda.py) the dispatcher runs unshimmed, its tensors on the GPU."""
     from megatron.core.process_groups_config import ProcessGroupCollection
     from megatron.core.transformer.moe import token_dispatcher
     from megatron.core.transformer.moe.token_dispatcher import MoEAlltoAllTokenDispatcher
@@ -107,20 +109,20 @@ def _run_case(rank, case):
 
     E, H, T, k, dtype, drop_and_pad = (case[n] for n in ("E", "H", "T", "k", "dtype",
                                                          "drop_and_pad"))
-    world = torch.distributed.group.WORLD
-    singles = [torch.distributed.new_group([r]) for r in range(WORLD)]
-    groups = ProcessGroupCollection(ep=world, expt_tp=singles[rank], tp_ep=world)
+    group = torch.distributed.group.WORLD
+    singles = [torch.distributed.new_group([r]) for r in range(world)]
+    groups = ProcessGroupCollection(ep=group, expt_tp=singles[rank], tp_ep=group)
     config = TransformerConfig(
         num_layers=1, hidden_size=H, num_attention_heads=1, num_moe_experts=E,
         moe_router_topk=k, moe_token_dispatcher_type="alltoall",
-        expert_model_parallel_size=WORLD, use_cpu_initialization=True,
+        expert_model_parallel_size=world, use_cpu_initialization=device == "cpu",
         moe_expert_capacity_factor=1.0 if drop_and_pad else None,
         moe_pad_expert_input_to_capacity=drop_and_pad)
-    local = E // WORLD
+    local = E // world
     gen = torch.Generator().manual_seed(17 + rank)
-    routing_map, probs0 = _routing(T, E, k, drop_and_pad, gen)
-    x0 = torch.randn(T, H, generator=gen)
-    weight = torch.randn(local, H, H, generator=gen) / H**0.5
+    routing_map, probs0 = (t.to(device) for t in _routing(T, E, k, drop_and_pad, gen))
+    x0 = torch.randn(T, H, generator=gen).to(device)
+    weight = (torch.randn(local, H, H, generator=gen) / H**0.5).to(device)
     results = {}
     for name, patched, run_dtype in (("reference", False, torch.float64),
                                      ("megatron", False, dtype), ("moeperm", True, dtype)):
@@ -136,7 +138,7 @@ def _run_case(rank, case):
             p = p.clone().requires_grad_()
             out = _layer(d, x, routing_map, p, weight)
             out.float().square().sum().backward()
-            results[name] = (out.detach().double(), x.grad.double(), p.grad.double())
+            results[name] = tuple(t.detach().double().cpu() for t in (out, x.grad, p.grad))
     # Relative errors against the float64 reference, as plain floats (tensors do not outlive
     # this process in a queue).
     errors = {}
@@ -178,16 +180,21 @@ def _run_two_ranks(case):
 
 TOL = {torch.float32: 2.0**-16, torch.bfloat16: 2.0**-6}
 
-
-@pytest.mark.parametrize("case", [
+CASES = [
     dict(E=4, H=16, T=24, k=2, dtype=torch.float32, drop_and_pad=False),
     dict(E=8, H=16, T=40, k=3, dtype=torch.bfloat16, drop_and_pad=False),
     dict(E=2, H=8, T=16, k=2, dtype=torch.float32, drop_and_pad=False),  # 1 local expert
     dict(E=4, H=16, T=32, k=2, dtype=torch.float32, drop_and_pad=True),
-], ids=["fp32-dropless", "bf16-dropless-k3", "fp32-one-local-expert", "fp32-drop-and-pad"])
+]
+CASE_IDS = ["fp32-dropless", "bf16-dropless-k3", "fp32-one-local-expert", "fp32-drop-and-pad"]
+
+
+def check_errors(rank, errors, dtype):
+    for (name, what), err in errors.items():
+        assert err <= TOL[dtype], f"rank {rank}, {name} {what}: relative error {err}"
+
+
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
 def test_alltoall_dispatcher_with_and_without_the_patch(case):
-    results = _run_two_ranks(case)
-    tol = TOL[case["dtype"]]
-    for rank, errors in results.items():
-        for (name, what), err in errors.items():
-            assert err <= tol, f"rank {rank}, {name} {what}: relative error {err}"
+    for rank, errors in _run_two_ranks(case).items():
+        check_errors(rank, errors, case["dtype"])
