@@ -11,8 +11,9 @@
 # any report fails the script.
 #
 # GoogleTest is needed for the gpu tests; where it is not installed (no network), give its
-# prefix as GTEST_ROOT (e.g. Debian's libgtest-dev unpacked with `dpkg -x`); without it the
-# script says so and runs the rest.
+# prefix as GTEST_ROOT, or carry .gpu-carry/ (scripts/gpu-carry.sh: GoogleTest and the
+# megatron-core wheel, used from there automatically); without it the script says so and
+# runs the rest.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 out=${MOEPERM_GPU_OUT:-build/gpu-check}
@@ -20,6 +21,16 @@ mkdir -p "$out"
 build=build/gpu
 status=0
 note() { echo "gpu-check: $*"; }
+
+# .gpu-carry/ (scripts/gpu-carry.sh makes it where there is a network): GoogleTest and the
+# megatron-core wheel, for a machine that reaches none.
+if [[ -z ${GTEST_ROOT:-} && -d .gpu-carry/gtest/usr ]]; then
+  GTEST_ROOT=$PWD/.gpu-carry/gtest/usr
+fi
+if compgen -G ".gpu-carry/wheels/*.whl" >/dev/null && ! python3 -c "import megatron.core" 2>/dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile .gpu-carry/wheels/*.whl &&
+    note "megatron-core installed from .gpu-carry/wheels"
+fi
 
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 arch=${MOEPERM_CUDA_ARCH:-native}
