@@ -26,8 +26,12 @@ Status ragged_unpermute(const Plan &p, const Buffers &b, std::byte *ws) {
       const int64_t *mine = g.rows + g.offsets[t];
       const int64_t count = g.offsets[t + 1] - g.offsets[t];
       float *w = probs ? weights + g.offsets[t] : nullptr;
-      for (int64_t c = 0; probs && c < count; ++c)
-        w[c] = load_value(pt, b.dense_probs(), p.dense_probs().at(t, g.expert(p, mine[c])));
+      // One expert search and one prob load per (token, expert) run, not per row.
+      for (int64_t c = 0; probs && c < count;) {
+        const int64_t e = g.expert(p, mine[c]), end = g.expert_end(p, e);
+        const float q = load_value(pt, b.dense_probs(), p.dense_probs().at(t, e));
+        for (; c < count && mine[c] < end; ++c) w[c] = q;
+      }
       sum_rows_into(
           p, b, rk, t, count, [&](int64_t c) { return mine[c]; },
           probs ? SumWeights{.w = w} : SumWeights{});
