@@ -45,7 +45,18 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMOEPERM_CUDA=ON \
   -DMOEPERM_CUDA_ARCHITECTURES="$arch" -DMOEPERM_BUILD_TESTS=$tests -DMOEPERM_PYTHON=$python \
   -DPython_EXECUTABLE="$(command -v python3)" ${GTEST_ROOT:+-DGTest_ROOT=$GTEST_ROOT} \
   >"$out/configure.log" 2>&1 || { cat "$out/configure.log"; exit 1; }
-cmake --build "$build" -j"$(nproc)" >"$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 1; }
+# Only what the checks below run (device time is short): the moeperm command, the Python
+# package, and the gpu tests' binaries (gpu.<binary> tests, and gpu_device, whose cases are
+# discovered once it is built).
+targets=(moeperm_cli)
+[[ $python == ON ]] && targets+=(_moeperm moeperm_py_sources)
+if [[ $tests == ON ]]; then
+  targets+=(gpu_device $(ctest --test-dir "$build" -L gpu --show-only=json-v1 | python3 -c '
+import json, sys
+print(" ".join(t["name"][4:] for t in json.load(sys.stdin)["tests"] if t["name"].startswith("gpu.")))'))
+fi
+cmake --build "$build" -j"$(nproc)" --target "${targets[@]}" >"$out/build.log" 2>&1 ||
+  { tail -40 "$out/build.log"; exit 1; }
 note "built ($(grep -c 'Building CUDA' "$out/build.log") CUDA files, arch $arch)"
 
 if [[ $tests == ON ]]; then
@@ -99,6 +110,7 @@ if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
   python3 scripts/torch_grad_baseline.py >"$out/torch.json" 2>"$out/torch.log" && torch_json="$out/torch.json"
 fi
 
+[[ -s $out/bench-cuda.json ]] || exit 1  # the bench failed (its tail is above): no table
 python3 - "$out/bench-cuda.json" "$torch_json" <<'PY'
 import json, sys
 bench = json.load(open(sys.argv[1]))
