@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""PyTorch's eager composition of MoeTokenPermuteWithRoutingMapGrad, timed on the GPU.
+"""PyTorch's eager composition of each operator moeperm benchmarks, timed on the GPU.
 
 This is what Megatron's unfused path runs for the backward of the routing-map permute:
 tokens_grad = zeros(T, H).index_add_(0, token_of_row, G) and
@@ -85,10 +85,44 @@ def main():
             pp = probs.T.masked_select(mask_t) if not dp else probs[token_of_row, expert_of_row]
             return y, pp
 
-        out[name] = {
+        # Megatron-LM's unfused unpermute and its backward (what autograd runs for it): the
+        # rows weighted by their probs and added back to their tokens; the backward gathers
+        # each row's token gradient, times its prob, and the prob's gradient is the dot
+        # product of that gradient with the forward's row.
+        X = torch.randn(R, H, device="cuda", dtype=dtype)
+        Gt = torch.randn(T, H, device="cuda", dtype=dtype)
+
+        def unpermute():
+            return torch.zeros(T, H, device="cuda", dtype=dtype).index_add_(
+                0, token_of_row, X * P[:, None])
+
+        def unpermute_grad():
+            g = Gt.index_select(0, token_of_row)
+            return g * P[:, None], (g.float() * X.float()).sum(-1)
+
+        # Expert parallelism's chunk sort (Megatron's sort_chunks_by_idxs): the rows split in
+        # E chunks, concatenated in another order.
+        sizes = [R * (c + 1) // E - R * c // E for c in range(E)]
+        chunk_order = torch.randperm(E, generator=torch.Generator().manual_seed(1)).tolist()
+
+        def sort_chunks():
+            chunks = torch.split(G, sizes)
+            return torch.cat([chunks[i] for i in chunk_order])
+
+        timings = {
             "backward_ms": time_ms(backward, args.runs, args.warmup),
             "forward_ms": time_ms(forward, args.runs, args.warmup),
+            "unpermute_ms": time_ms(unpermute, args.runs, args.warmup),
+            "unpermute_grad_ms": time_ms(unpermute_grad, args.runs, args.warmup),
+            "sort_chunks_ms": time_ms(sort_chunks, args.runs, args.warmup),
         }
+        # The ragged pair runs the same formulas (Megatron's permute and unpermute), and the
+        # chunk sort's backward is a chunk sort.
+        for op in ("forward", "backward", "unpermute", "unpermute_grad"):
+            key = {"forward": "permute", "backward": "permute_grad"}.get(op, op)
+            timings["ragged_" + key + "_ms"] = timings[op + "_ms"]
+        timings["sort_chunks_grad_ms"] = timings["sort_chunks_ms"]
+        out[name] = timings
     print(json.dumps(out))
 
 
