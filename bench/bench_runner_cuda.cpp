@@ -7,9 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <array>
 #include <atomic>
-#include <bit>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -80,7 +78,6 @@ class Mirror {
     }
   }
   void *device(const void *host) const {
-    if (host == nullptr) return nullptr;
     const auto it = at_.find(host);
     if (it == at_.end())
       throw Error(Code::runtime_error, "moeperm bench --device cuda: a tensor has no device copy");
@@ -95,17 +92,6 @@ class Mirror {
   std::unordered_map<const void *, const DeviceCopy *> at_;
 };
 
-// Every data struct of the API is an aggregate of tensor pointers only (const void * or
-// void *, token_path.hpp's OpData): its device twin is the same struct with each pointer
-// replaced by its tensor's device copy.
-template <class D>
-D on_device(const D &host, const Mirror &m) {
-  static_assert(sizeof(D) % sizeof(void *) == 0 && alignof(D) == alignof(void *));
-  auto pointers = std::bit_cast<std::array<const void *, sizeof(D) / sizeof(void *)>>(host);
-  for (const void *&ptr : pointers) ptr = m.device(ptr);
-  return std::bit_cast<D>(pointers);
-}
-
 // One operator on the GPU: its plan, device tensors, workspace and samples.
 struct DeviceOp {
   const PathOp &op;
@@ -117,7 +103,7 @@ struct DeviceOp {
   DeviceOp(const PathOp &o, const Mirror &m)
       : op(o),
         plan(o.plan_on(Backend::cuda)),
-        data(std::visit([&](const auto &d) { return OpData(on_device(d, m)); }, o.data)),
+        data(translated(o.data, [&](const void *p) { return m.device(p); })),
         workspace(plan.workspace_bytes()) {}
   void enqueue(cudaStream_t stream, Failures &failures) const {
     std::visit(

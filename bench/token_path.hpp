@@ -7,9 +7,12 @@
 
 #include <moeperm/moeperm.hpp>
 
+#include <array>
+#include <bit>
 #include <functional>
 #include <memory>
 #include <span>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -53,6 +56,24 @@ struct TokenPath {
 // The path of a case's problem (inputs random from its seed, outputs poisoned), its results
 // going to `res`.
 std::unique_ptr<TokenPath> make_token_path(const problem_model::ProblemSpec &spec, CaseResult &res);
+
+// The same call with every tensor pointer p replaced by where(p) (nullptr stays nullptr):
+// every data struct of the API is an aggregate of tensor pointers only (const void * or
+// void *), so its pointers are translated in place, whatever the operator. The CUDA runner
+// gives each call its tensors' device copies this way.
+template <class Where>
+OpData translated(const OpData &data, Where &&where) {
+  return std::visit(
+      [&](const auto &d) -> OpData {
+        using D = std::decay_t<decltype(d)>;
+        static_assert(sizeof(D) % sizeof(void *) == 0 && alignof(D) == alignof(void *));
+        auto pointers = std::bit_cast<std::array<const void *, sizeof(D) / sizeof(void *)>>(d);
+        for (const void *&p : pointers)
+          if (p != nullptr) p = where(p);
+        return std::bit_cast<D>(pointers);
+      },
+      data);
+}
 
 // moeperm::run of the call with its host tensors.
 void run_on_host(const Plan &plan, const OpData &data, std::span<std::byte> workspace);

@@ -4,6 +4,8 @@
 // CUDA runner compares its outputs with exactly these).
 #include <gtest/gtest.h>
 
+#include <array>
+#include <bit>
 #include <set>
 #include <string>
 #include <vector>
@@ -79,6 +81,43 @@ TEST(BenchTokenPath, TheCpuBackendWritesEveryOutputAsTheReference) {
                                                      *untouched->ops[i].outputs[0]),
                 0);
     }
+  }
+}
+
+// A call's data struct as its fields (each a tensor pointer).
+std::vector<const void *> fields(const OpData &data) {
+  return std::visit(
+      [](const auto &d) {
+        const auto a = std::bit_cast<std::array<const void *, sizeof(d) / sizeof(void *)>>(d);
+        return std::vector<const void *>(a.begin(), a.end());
+      },
+      data);
+}
+
+// The CUDA runner's translation to device copies: every tensor pointer of every call, and
+// only those, goes through `where`, in its own field; absent tensors stay null.
+TEST(BenchTokenPath, TranslatedReplacesEveryTensorPointer) {
+  CaseResult res;
+  const auto path = make_token_path(small(true), res);
+  std::set<const void *> tensors;
+  for (problem_model::HostTensor *t : path->tensors())
+    if (!t->storage.empty()) tensors.insert(t->data());
+  for (const PathOp &op : path->ops) {
+    SCOPED_TRACE(op_name(op));
+    const OpData moved = translated(op.data, [&](const void *p) {
+      EXPECT_TRUE(tensors.count(p)) << "not a tensor of the path";
+      return static_cast<const char *>(p) + 1;  // another address for each tensor
+    });
+    ASSERT_EQ(moved.index(), op.data.index());
+    const std::vector<const void *> before = fields(op.data), after = fields(moved);
+    ASSERT_EQ(after.size(), before.size());
+    int named = 0;
+    for (size_t i = 0; i < before.size(); ++i) {
+      named += before[i] != nullptr;
+      EXPECT_EQ(after[i], before[i] ? static_cast<const char *>(before[i]) + 1 : nullptr)
+          << "field " << i;
+    }
+    EXPECT_GE(named, 2) << "a call reads one tensor and writes another at least";
   }
 }
 
