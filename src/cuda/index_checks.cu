@@ -51,8 +51,6 @@ __global__ void finalize_kernel(DeviceStatus *st, DVector v, int rule, int kind,
   st->failed = 1;
 }
 
-unsigned blocks_for(int64_t n) { return grid_of((n + 255) / 256); }
-
 }  // namespace
 
 Status check_index_rules(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,

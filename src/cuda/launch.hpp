@@ -141,4 +141,6 @@ inline unsigned grid_of(int64_t n) {
   constexpr int64_t kMaxBlocks = int64_t{1} << 20;
   return static_cast<unsigned>(n < kMaxBlocks ? n : kMaxBlocks);
 }
+// Blocks of 256 threads for a grid-stride loop with one thread per item.
+inline unsigned blocks_for(int64_t n) { return grid_of((n + 255) / 256); }
 }  // namespace moeperm::cuda

@@ -71,8 +71,6 @@ struct RowProbsGrad {
   }
 };
 
-unsigned blocks_for(int64_t n) { return grid_of((n + 255) / 256); }
-
 }  // namespace
 
 Status ragged_permute(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,

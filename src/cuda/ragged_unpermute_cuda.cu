@@ -88,8 +88,6 @@ struct RowDots {
   __device__ __forceinline__ float operator()(int64_t r) const { return dots[r]; }
 };
 
-unsigned blocks_for(int64_t n) { return grid_of((n + 255) / 256); }
-
 }  // namespace
 
 Status ragged_unpermute(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,

@@ -119,8 +119,6 @@ __global__ void side_outputs_kernel(Args a, const int32_t *keys, const int64_t *
   }
 }
 
-unsigned blocks_for(int64_t n) { return grid_of((n + 255) / 256); }
-
 }  // namespace
 
 Status unpermute(const detail::Plan &p, const detail::Buffers &b, const Workspace &ws,

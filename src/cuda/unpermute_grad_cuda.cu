@@ -113,8 +113,6 @@ __global__ void zero_unnamed_rows_kernel(DMatrix dX, const unsigned long long *f
     if (first[r] == kNone) zero_row(dX, r);
 }
 
-unsigned blocks_for(int64_t n) { return grid_of((n + 255) / 256); }
-
 Status drop_and_pad_probs_grad(const detail::Plan &p, const Args &a, const Workspace &ws,
                                cudaStream_t stream) {
   MOEPERM_TRY(zero_matrix(a.dP, ws.status, stream));
