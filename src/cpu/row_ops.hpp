@@ -131,6 +131,7 @@ inline float dot_rows(const void *a, const MatrixGeom &ag, int64_t ar, const voi
 inline void copy_row(void *dst, const MatrixGeom &dg, int64_t dr, const void *src,
                      const MatrixGeom &sg, int64_t sr, int64_t esize, const RowKernels &rk,
                      bool stream) {
+  if (dg.cols == 0) return;  // no elements, maybe null data: no row address (see zero_row)
   char *d = static_cast<char *>(dst) + dg.at(dr, 0) * esize;
   const char *s = static_cast<const char *>(src) + sg.at(sr, 0) * esize;
   if (dg.col_stride == 1 && sg.col_stride == 1) {
@@ -142,8 +143,11 @@ inline void copy_row(void *dst, const MatrixGeom &dg, int64_t dr, const void *sr
     std::memcpy(d + h * ds, s + h * ss, static_cast<size_t>(esize));
 }
 
-// Writes +0 (all-zero bits) to row r of g.
+// Writes +0 (all-zero bits) to row r of g. A matrix without columns (a [T, 0] probs
+// gradient at E = 0) has no elements and may have a null data pointer: no row address is
+// formed then, and memset never sees null (UB even for 0 bytes; found by fuzzing).
 inline void zero_row(void *base, const MatrixGeom &g, int64_t r, int64_t esize) {
+  if (g.cols == 0) return;
   char *d = static_cast<char *>(base) + g.at(r, 0) * esize;
   if (g.col_stride == 1) {
     std::memset(d, 0, static_cast<size_t>(g.cols * esize));
