@@ -14,7 +14,8 @@ Status ragged_permute_grad(const Plan &p, const Buffers &b) {
   std::vector<int64_t> experts;
   MOEPERM_TRY(check_rows(p, b, probs, &experts));
   std::vector<float> acc(static_cast<size_t>(p.H));
-  for (int64_t t = 0; t < p.T; ++t) {
+  // Note [Work bounded by tensors]: at H = 0 tokens_grad has no elements, whatever T is.
+  for (int64_t t = 0; t < p.T && p.H > 0; ++t) {
     std::fill(acc.begin(), acc.end(), 0.0f);
     for (int64_t r = 0; r < p.R; ++r)
       if (row_token(p, b, r) == t)
@@ -30,10 +31,7 @@ Status ragged_permute_grad(const Plan &p, const Buffers &b) {
     if (const int64_t t = row_token(p, b, r); t >= 0)
       dp[static_cast<size_t>(t * p.E + experts[static_cast<size_t>(r)])] +=
           load_value(p.permuted_probs_dtype, b.permuted_probs(), p.permuted_probs().at(r));
-  for (int64_t t = 0; t < p.T; ++t)
-    for (int64_t e = 0; e < p.E; ++e)
-      store_value(p.probs_dtype, b.dense_probs_grad(), p.dense_probs_grad().at(t, e),
-                  dp[static_cast<size_t>(t * p.E + e)]);
+  store_dense_probs_grad(p, b, dp);
   return Status::success();
 }
 

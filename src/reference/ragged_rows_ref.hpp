@@ -24,11 +24,21 @@ inline std::vector<int64_t> row_experts(const Plan &p, const Buffers &b) {
     return experts;
   }
   int64_t r = 0;
-  for (int64_t e = 0; e < p.E; ++e)
+  // Note [Work bounded by tensors]: at T = 0 the map has no elements, whatever E is.
+  for (int64_t e = 0; e < p.E && p.T > 0; ++e)
     for (int64_t t = 0; t < p.T; ++t)
       if (routed_at(p.routing_map_dtype, b.routing_map(), p.routing_map().at(t, e)) && r < p.R)
         experts[static_cast<size_t>(r++)] = e;
   return experts;
+}
+
+// Stores dp[t * E + e] to probs_grad[t, e] for every element (Note [Work bounded by tensors]:
+// none at E = 0, whatever T is).
+inline void store_dense_probs_grad(const Plan &p, const Buffers &b, const std::vector<float> &dp) {
+  for (int64_t t = 0; t < p.T && p.E > 0; ++t)
+    for (int64_t e = 0; e < p.E; ++e)
+      store_value(p.dtype(Role::dense_probs_grad), b.dense_probs_grad(),
+                  p.dense_probs_grad().at(t, e), dp[static_cast<size_t>(t * p.E + e)]);
 }
 
 // Every index in range; when rows need an expert, a row naming a token must have one.
@@ -43,7 +53,7 @@ inline Status check_rows(const Plan &p, const Buffers &b, bool need_experts,
   for (int64_t r = 0; r < p.R; ++r)
     if (row_token(p, b, r) >= 0 && (*experts)[static_cast<size_t>(r)] < 0) {
       int64_t all = 0;  // the message names every routed pair, not only those with a row
-      for (int64_t e = 0; e < p.E; ++e)
+      for (int64_t e = 0; e < p.E && p.T > 0; ++e)
         for (int64_t t = 0; t < p.T; ++t)
           all += routed_at(p.routing_map_dtype, b.routing_map(), p.routing_map().at(t, e));
       return row_without_expert(p, r, row_token(p, b, r), all);

@@ -14,7 +14,7 @@ Status ragged_unpermute_grad(const Plan &p, const Buffers &b) {
   std::vector<int64_t> experts;
   MOEPERM_TRY(check_rows(p, b, probs, &experts));
   const DType pt = probs ? p.dtype(Role::dense_probs) : DType::f32;
-  std::vector<float> dp(static_cast<size_t>(p.T * p.E), 0.0f);
+  std::vector<float> dp(dp_out ? static_cast<size_t>(p.T * p.E) : 0, 0.0f);
   for (int64_t r = 0; r < p.R; ++r) {
     const int64_t t = row_token(p, b, r);
     if (t < 0) {
@@ -35,11 +35,7 @@ Status ragged_unpermute_grad(const Plan &p, const Buffers &b) {
                    p.tokens().at(t, h));
     if (dp_out) dp[static_cast<size_t>(t * p.E + e)] += u3_dot(p, b, r, t);
   }
-  if (!dp_out) return Status::success();
-  for (int64_t t = 0; t < p.T; ++t)
-    for (int64_t e = 0; e < p.E; ++e)
-      store_value(p.dtype(Role::dense_probs_grad), b.dense_probs_grad(),
-                  p.dense_probs_grad().at(t, e), dp[static_cast<size_t>(t * p.E + e)]);
+  if (dp_out) store_dense_probs_grad(p, b, dp);
   return Status::success();
 }
 

@@ -15,7 +15,8 @@ Status ragged_unpermute(const Plan &p, const Buffers &b) {
   MOEPERM_TRY(check_rows(p, b, probs, &experts));
   const DType pt = probs ? p.dtype(Role::dense_probs) : DType::f32;
   std::vector<float> acc(static_cast<size_t>(p.H));
-  for (int64_t t = 0; t < p.T; ++t) {
+  // Note [Work bounded by tensors]: at H = 0 unpermuted_tokens has no elements, whatever T is.
+  for (int64_t t = 0; t < p.T && p.H > 0; ++t) {
     std::fill(acc.begin(), acc.end(), 0.0f);
     for (int64_t r = 0; r < p.R; ++r) {
       if (row_token(p, b, r) != t) continue;

@@ -10,19 +10,24 @@ namespace {
 
 // 561002 is an internal error, except from an operator whose spec gives it to CANN's tiling
 // rejections (its message then does not say "internal error").
-bool allowed_status(int64_t s, bool tiling_rejections) {
-  if (s == 561002)
-    return tiling_rejections &&
-           std::string(aclGetRecentErrMsg()).find("internal error") == std::string::npos;
+bool allowed_status(int64_t s, bool tiling_rejections, const std::string &msg) {
+  if (s == 561002) return tiling_rejections && msg.find("internal error") == std::string::npos;
   return s == 0 || s == 161001 || s == 161002 || s == 361001 || s == 561103;
 }
 
-void check_failure(const char *where, int64_t status, bool tiling_rejections = false) {
-  FUZZ_CHECK(allowed_status(status, tiling_rejections),
-             "%s returned %lld, not a SPEC §5 status (message: %s)", where,
-             static_cast<long long>(status), aclGetRecentErrMsg());
+std::string message_of(const Phases &ph) {
+  if (ph.message) return ph.message();
   const char *msg = aclGetRecentErrMsg();
-  FUZZ_CHECK(msg && *msg, "%s returned %lld with an empty aclGetRecentErrMsg()", where,
+  return msg ? msg : "";
+}
+
+void check_failure(const Phases &ph, const char *where, int64_t status,
+                   bool tiling_rejections = false) {
+  const std::string msg = message_of(ph);
+  FUZZ_CHECK(allowed_status(status, tiling_rejections, msg),
+             "%s returned %lld, not a SPEC §5 status (message: %s)", where,
+             static_cast<long long>(status), msg.c_str());
+  FUZZ_CHECK(!msg.empty(), "%s returned %lld with an empty error message", where,
              static_cast<long long>(status));
 }
 
@@ -82,16 +87,19 @@ void drive(Case &c, const Phases &ph, uint8_t ws_mode, uint8_t extra, bool reexe
   // Phase 1.
   uint64_t ws_size = 0xDEADBEEF;
   aclOpExecutor *exec = nullptr;
-  uint64_t *ws_arg = (extra & 3) == 3 ? nullptr : &ws_size;
-  aclOpExecutor **exec_arg = (extra & 12) == 12 ? nullptr : &exec;
+  // Null out-parameters are the C API's mistakes; the C++ API has none.
+  uint64_t *ws_arg = (extra & 3) == 3 && ph.executor ? nullptr : &ws_size;
+  aclOpExecutor **exec_arg = (extra & 12) == 12 && ph.executor ? nullptr : &exec;
   const aclnnStatus s1 = ph.phase1(ws_arg, exec_arg);
   FUZZ_CHECK(outputs_untouched() && inputs_unchanged(), "the first phase wrote a tensor");
   bool runnable = true;
   for (const Operand &op : c.ops) runnable = runnable && (!op.present || op.runnable);
   if (s1 != 0) {
-    check_failure("GetWorkspaceSize", s1, c.tiling_rejections);
+    check_failure(ph, "GetWorkspaceSize", s1, c.tiling_rejections);
     ++g_outcomes.phase1_error;
     FUZZ_CHECK(exec == nullptr, "a failed first phase returned an executor");
+  } else if ((!runnable || ws_size > kMaxWorkspaceBytes) && !ph.executor) {
+    ++g_outcomes.too_large;  // a Plan owns nothing: there is nothing to consume
   } else if (!runnable || ws_size > kMaxWorkspaceBytes) {
     // Valid but too large for the harness: consume the executor without running it (a
     // workspace too small, or a stream that is not live, fails before any work).
@@ -99,10 +107,10 @@ void drive(Case &c, const Phases &ph, uint8_t ws_mode, uint8_t extra, bool reexe
     const aclnnStatus s =
         ph.execute(nullptr, 0, exec, reinterpret_cast<aclrtStream>(uintptr_t{16}));
     FUZZ_CHECK(s != 0, "an executor ran on a stream that does not exist");
-    check_failure("second phase (discard)", s);
+    check_failure(ph, "second phase (discard)", s);
     ++g_outcomes.too_large;
   } else {
-    FUZZ_CHECK(exec != nullptr, "GetWorkspaceSize succeeded without an executor");
+    FUZZ_CHECK(exec != nullptr || !ph.executor, "GetWorkspaceSize succeeded without an executor");
     // Workspace: exact and misaligned by default; too small, null with size > 0, or larger.
     std::vector<std::byte> ws_buf(static_cast<size_t>(ws_size) + 1064);
     void *ws = ws_buf.data() + (ws_mode & 63);
@@ -117,10 +125,10 @@ void drive(Case &c, const Phases &ph, uint8_t ws_mode, uint8_t extra, bool reexe
     if (s2 == 0 && stream) s2 = aclrtSynchronizeStream(stream);
     if (!ws_ok) FUZZ_CHECK(s2 != 0, "a workspace too small or null was accepted");
     if (s2 != 0) {
-      check_failure("second phase", s2);
+      check_failure(ph, "second phase", s2);
       ++g_outcomes.phase2_error;
       FUZZ_CHECK(outputs_untouched(), "a failing second phase (%d: %s) wrote an output",
-                 static_cast<int>(s2), aclGetRecentErrMsg());
+                 static_cast<int>(s2), message_of(ph).c_str());
     } else {
       for (size_t i = 0; i < n; ++i)
         if (c.is_output[i])
@@ -139,10 +147,10 @@ void drive(Case &c, const Phases &ph, uint8_t ws_mode, uint8_t extra, bool reexe
       }
     }
     FUZZ_CHECK(inputs_unchanged(), "the second phase wrote an input");
-    if (reexecute) {  // executors are single-use, also after a failure
+    if (reexecute && ph.executor) {  // executors are single-use, also after a failure
       const aclnnStatus again = ph.execute(ws, ws_pass, exec, stream);
       FUZZ_CHECK(again == 161002, "re-executing an executor returned %d", static_cast<int>(again));
-      check_failure("re-execute", again);
+      check_failure(ph, "re-execute", again);
     }
     if (stream) FUZZ_CHECK(aclrtDestroyStream(stream) == ACL_SUCCESS, "aclrtDestroyStream");
   }

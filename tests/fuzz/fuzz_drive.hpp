@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "fuzz_input.hpp"
@@ -48,6 +49,11 @@ struct Phases {
   std::function<aclnnStatus(uint64_t *, aclOpExecutor **)> phase1;
   std::function<aclnnStatus(void *, uint64_t, aclOpExecutor *, aclrtStream)> execute;
   std::function<void(Case &)> oracle;
+  // The message of the last failure; null: aclGetRecentErrMsg() (the C API's).
+  std::function<std::string()> message;
+  // false for the C++ API: a Plan is reusable and owns nothing to consume, so the checks of
+  // a single-use executor (discarded unrun, re-executed) do not apply.
+  bool executor = true;
   // Tokens and experts the oracle walks: past kMaxOracleTokens the outputs must be empty.
   int64_t oracle_tokens = 0, oracle_experts = 0;
 };
@@ -65,5 +71,9 @@ void drive(Case &c, const Phases &phases, uint8_t ws_mode, uint8_t extra, bool r
 
 // The unpermute pair's inputs (fuzz_unpermute.cpp): flags bit 7 selects it.
 void run_unpermute(Reader &r, uint8_t flags);
+
+// Extra bit 5 with flags bit 7: the ragged pair through the C++ API (fuzz_ragged.cpp).
+constexpr uint8_t kExtraRagged = 32;
+void run_ragged(Reader &r, const Header &hd);
 
 }  // namespace moeperm::fuzz

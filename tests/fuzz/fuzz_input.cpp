@@ -134,11 +134,12 @@ Operand make_operand(Reader &r, std::vector<int64_t> shape, DType dtype, bool pr
   }
   op.host.desc = d;
   op.host.desc.storage_elements = declared;
-  void *data = null_data ? nullptr : op.runnable ? op.host.storage.data() : g_dummy;
+  // A vector's buffer survives the move into Case::ops, so this pointer stays valid.
+  op.data = null_data ? nullptr : op.runnable ? op.host.storage.data() : g_dummy;
   const int64_t storage_dims[1] = {declared.value_or(0)};
   op.acl = aclCreateTensor(shape.data(), rank, static_cast<aclDataType>(dtype),
                            null_strides ? nullptr : strides.data(), offset, ACL_FORMAT_ND,
-                           storage_dims, declared ? 1 : 0, data);
+                           storage_dims, declared ? 1 : 0, op.data);
   if (!op.acl) {  // refused (a negative or overflowing storage size): the tensor is absent
     const char *msg = aclGetRecentErrMsg();
     FUZZ_CHECK(msg && *msg, "aclCreateTensor returned null without a message");

@@ -135,6 +135,7 @@ struct Operand {
   bool runnable = true;      // its storage was allocated in full (else a dummy pointer)
   HostTensor host;           // desc: the geometry passed (effective strides); storage
   aclTensor *acl = nullptr;  // owned; destroyed at the end of the input
+  void *data = nullptr;      // the data pointer passed: storage, a dummy, or null
 };
 
 // Highest element offset + 1 of a view, or nullopt when it overflows or is negative.

@@ -87,6 +87,7 @@ void check_against_reference(Case &c, const std::optional<std::vector<int64_t>> 
 
 void run_unpermute(Reader &r, uint8_t flags) {
   const Header hd = read_header(r, flags);
+  if (hd.extra & kExtraRagged) return run_ragged(r, hd);
   Case c = hd.base_case();
   c.tiling_rejections = c.grad;  // SPEC-unpermute U4 Grad rule 3
   const int64_t T = hd.T, E = hd.E, H = hd.H, R = hd.R;
