@@ -13,7 +13,7 @@ Status ragged_permute_grad(const Plan &p, const Buffers &b) {
   const bool probs = p.probs == ProbsWork::compute;
   std::vector<int64_t> experts;
   MOEPERM_TRY(check_rows(p, b, probs, &experts));
-  std::vector<float> acc(static_cast<size_t>(p.H));
+  std::vector<float> acc(p.T > 0 ? static_cast<size_t>(p.H) : 0);  // H may be anything at T = 0
   // Note [Work bounded by tensors]: at H = 0 tokens_grad has no elements, whatever T is.
   for (int64_t t = 0; t < p.T && p.H > 0; ++t) {
     std::fill(acc.begin(), acc.end(), 0.0f);

@@ -14,7 +14,7 @@ Status ragged_unpermute(const Plan &p, const Buffers &b) {
   std::vector<int64_t> experts;
   MOEPERM_TRY(check_rows(p, b, probs, &experts));
   const DType pt = probs ? p.dtype(Role::dense_probs) : DType::f32;
-  std::vector<float> acc(static_cast<size_t>(p.H));
+  std::vector<float> acc(p.T > 0 ? static_cast<size_t>(p.H) : 0);  // H may be anything at T = 0
   // Note [Work bounded by tensors]: at H = 0 unpermuted_tokens has no elements, whatever T is.
   for (int64_t t = 0; t < p.T && p.H > 0; ++t) {
     std::fill(acc.begin(), acc.end(), 0.0f);

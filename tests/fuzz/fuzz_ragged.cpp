@@ -62,7 +62,7 @@ std::optional<std::vector<int32_t>> rows_of_map(const Operand &map, bool dp, int
   std::vector<int32_t> rows(static_cast<size_t>(R), -1);
   const int64_t es = bytes_per(map.host.desc.dtype), C = dp && E > 0 ? R / E : 0;
   int64_t j = 0;
-  for (int64_t e = 0; e < E; ++e) {
+  for (int64_t e = 0; e < E && T > 0; ++e) {  // at T = 0, E may be anything
     int64_t c = 0;
     for (int64_t t = 0; t < T; ++t) {
       const int64_t at = element_at(map, t, e);
