@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -72,8 +73,27 @@ void drive(Case &c, const Phases &phases, uint8_t ws_mode, uint8_t extra, bool r
 // The unpermute pair's inputs (fuzz_unpermute.cpp): flags bit 7 selects it.
 void run_unpermute(Reader &r, uint8_t flags);
 
-// Extra bit 5 with flags bit 7: the ragged pair through the C++ API (fuzz_ragged.cpp).
-constexpr uint8_t kExtraRagged = 32;
+// Extra bit 5 with flags bit 7: the ragged pair through the C++ API (fuzz_ragged.cpp);
+// with attribute2 bits 4 and 5 as well, the chunk sort (fuzz_sort_chunks.cpp).
+constexpr uint8_t kExtraRagged = 32, kAttr2SortChunks = 48;
 void run_ragged(Reader &r, const Header &hd);
+void run_sort_chunks(Reader &r, const Header &hd);
+
+// An operator of the C++ API: its plan on a backend and its run, over the operands'
+// descriptors and data pointers.
+struct CxxOp {
+  std::function<Plan(const std::vector<Operand> &, const PlanOptions &)> plan;
+  std::function<void(const Plan &, const std::vector<void *> &, std::span<std::byte>)> run;
+};
+
+// Storage element of view element (i, j) of a 1-D or 2-D operand when it lies inside the
+// storage (wrapping, never overflowing, on absurd strides), else -1.
+int64_t element_at(const Operand &op, int64_t i, int64_t j);
+// Writes values[i] to element i of a 1-D int32 operand, up to the first element outside.
+void write_int32s(Operand &op, const std::vector<int32_t> &values);
+
+// drive() for a C++ API operator on the CPU backend (a failure is a moeperm::Error), its
+// oracle the reference backend bit for bit (fuzz_ragged.cpp).
+void drive_cxx(Case &c, const CxxOp &op, const Header &hd);
 
 }  // namespace moeperm::fuzz

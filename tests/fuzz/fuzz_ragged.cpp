@@ -16,10 +16,13 @@
 // attribute2 bits 2-3 pick the map dtype among the header's (bool / int8), uint8 and int32.
 // sorted_indices is what ragged_permute would write for the map (with, sometimes, one entry
 // changed) unless extra bit 7 asks for arbitrary values. A successful run must equal the
-// reference backend bit for bit on every output byte.
+// reference backend bit for bit on every output byte. MOEPERM_FUZZ_VERBOSE=1 prints each
+// moeperm::Error (what a replayed input was refused for).
 #include <moeperm/moeperm.hpp>
 
 #include <array>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -31,10 +34,6 @@
 #include "fuzz_input.hpp"
 
 namespace moeperm::fuzz {
-namespace {
-
-constexpr uint8_t kExtraUnpermute = 64, kExtraArbitraryIndex = 128;
-constexpr int64_t kMaxIndexedElements = int64_t{1} << 22;
 
 // Storage element of view element (i, j) when it lies inside the storage (wrapping, never
 // overflowing, on absurd strides), else -1.
@@ -47,6 +46,20 @@ int64_t element_at(const Operand &op, int64_t i, int64_t j) {
   const auto n = static_cast<int64_t>(op.host.storage.size()) / es;
   return e >= 0 && e < n ? e : -1;
 }
+
+void write_int32s(Operand &op, const std::vector<int32_t> &values) {
+  if (!op.present || !op.runnable || op.host.desc.shape.size() != 1) return;
+  for (size_t i = 0; i < values.size(); ++i) {
+    const int64_t at = element_at(op, static_cast<int64_t>(i), 0);  // of a dtype maybe not 4 B
+    if (at < 0 || (at + 1) * 4 > static_cast<int64_t>(op.host.storage.size())) return;
+    std::memcpy(&op.host.storage[static_cast<size_t>(at * 4)], &values[i], 4);
+  }
+}
+
+namespace {
+
+constexpr uint8_t kExtraUnpermute = 64, kExtraArbitraryIndex = 128;
+constexpr int64_t kMaxIndexedElements = int64_t{1} << 22;
 
 bool usable(const Operand &op, size_t rank) {
   return op.present && op.runnable && op.host.desc.shape.size() == rank;
@@ -92,25 +105,14 @@ void fill_ragged_index(Operand &idx, const Operand &map, Reader &r, bool dp, int
     const int64_t i = (r.data() | r.data() << 8) % R;
     (*rows)[static_cast<size_t>(i)] = static_cast<int32_t>(r.data() % (T + 2)) - 1;
   }
-  for (int64_t i = 0; i < R; ++i) {
-    const int64_t at = element_at(idx, i, 0);
-    if (at < 0) return;
-    std::memcpy(&idx.host.storage[static_cast<size_t>(at * 4)], &(*rows)[static_cast<size_t>(i)],
-                4);
-  }
+  write_int32s(idx, *rows);
 }
 
 std::optional<TensorDesc> opt_desc(const std::vector<Operand> &ops, size_t i) {
   return ops[i].present ? std::optional<TensorDesc>(ops[i].host.desc) : std::nullopt;
 }
 
-// One ragged operator: its plan and its run, over operand descriptors and data pointers.
-struct RaggedOp {
-  std::function<Plan(const std::vector<Operand> &, const PlanOptions &)> plan;
-  std::function<void(const Plan &, const std::vector<void *> &, std::span<std::byte>)> run;
-};
-
-RaggedOp permute_op(int64_t num_out_tokens, bool dp) {
+CxxOp permute_op(int64_t num_out_tokens, bool dp) {
   return {[=](const std::vector<Operand> &o, const PlanOptions &opt) {
             return plan_ragged_permute({.tokens = o[0].host.desc,
                                         .routing_map = o[1].host.desc,
@@ -127,7 +129,7 @@ RaggedOp permute_op(int64_t num_out_tokens, bool dp) {
           }};
 }
 
-RaggedOp permute_grad_op(int64_t num_tokens, bool dp) {
+CxxOp permute_grad_op(int64_t num_tokens, bool dp) {
   return {[=](const std::vector<Operand> &o, const PlanOptions &opt) {
             return plan_ragged_permute_grad({.permuted_tokens_grad = o[0].host.desc,
                                              .permuted_probs_grad = opt_desc(o, 1),
@@ -144,7 +146,7 @@ RaggedOp permute_grad_op(int64_t num_tokens, bool dp) {
           }};
 }
 
-RaggedOp unpermute_op(std::optional<std::vector<int64_t>> restore, bool dp) {
+CxxOp unpermute_op(std::optional<std::vector<int64_t>> restore, bool dp) {
   return {[=](const std::vector<Operand> &o, const PlanOptions &opt) {
             return plan_ragged_unpermute({.permuted_tokens = o[0].host.desc,
                                           .sorted_indices = o[1].host.desc,
@@ -160,7 +162,7 @@ RaggedOp unpermute_op(std::optional<std::vector<int64_t>> restore, bool dp) {
           }};
 }
 
-RaggedOp unpermute_grad_op(bool dp) {
+CxxOp unpermute_grad_op(bool dp) {
   return {[=](const std::vector<Operand> &o, const PlanOptions &opt) {
             return plan_ragged_unpermute_grad({.unpermuted_tokens_grad = o[0].host.desc,
                                                .sorted_indices = o[1].host.desc,
@@ -178,7 +180,7 @@ RaggedOp unpermute_grad_op(bool dp) {
 }
 
 // The reference backend on the same inputs, its outputs starting from the same poison.
-void check_against_reference(Case &c, const RaggedOp &op) {
+void check_against_reference(Case &c, const CxxOp &op) {
   std::vector<Operand> t(c.ops.size());
   std::vector<void *> data(c.ops.size());
   for (size_t i = 0; i < t.size(); ++i) {
@@ -200,7 +202,7 @@ void check_against_reference(Case &c, const RaggedOp &op) {
 }
 
 // Makes the operands of the operator the input picks; returns the operator.
-RaggedOp make_case(Reader &r, const Header &hd, Case &c) {
+CxxOp make_case(Reader &r, const Header &hd, Case &c) {
   const int64_t T = hd.T, E = hd.E, H = hd.H, R = hd.R;
   const DType vt = hd.vt, pt = hd.pt, i32 = DType::i32;
   const DType mt = std::array{hd.mt, DType::u8, DType::i32, hd.mt}[(hd.attr2 >> 2) & 3];
@@ -248,13 +250,19 @@ RaggedOp make_case(Reader &r, const Header &hd, Case &c) {
 }  // namespace
 
 void run_ragged(Reader &r, const Header &hd) {
+  if ((hd.attr2 & kAttr2SortChunks) == kAttr2SortChunks) return run_sort_chunks(r, hd);
   Case c = hd.base_case();
+  const CxxOp op = make_case(r, hd, c);
+  drive_cxx(c, op, hd);
+}
+
+void drive_cxx(Case &c, const CxxOp &op, const Header &hd) {
   c.stream = false;  // the C++ API's streams are CUDA streams; this plan runs on the CPU
-  const RaggedOp op = make_case(r, hd, c);
   std::optional<Plan> plan;
   std::string message;
   auto failed = [&](const Error &e) {
     message = e.what();
+    if (std::getenv("MOEPERM_FUZZ_VERBOSE")) std::fprintf(stderr, "error: %s\n", e.what());
     return static_cast<aclnnStatus>(e.code());
   };
   std::vector<void *> data;

@@ -127,6 +127,19 @@ def main():
     seeds["rag-perm-ws-small"] = header(FLAG_UNPERMUTE, 5, 4, 9, 2, 0, ws=205, extra=RAGGED)
     seeds["rag-unp-ws-null"] = header(FLAG_UNPERMUTE | FLAG_PIN, 5, 4, 9, 2, 0, ws=225,
                                       extra=RAGGED | RAG_UNP)
+    # The chunk sort (fuzz_sort_chunks.cpp: the ragged bit with attribute2 bits 4-5; S = E).
+    SORT_CHUNKS = 48
+    for grad, probs in itertools.product((0, 1), (0, 1)):
+        flags = FLAG_UNPERMUTE | (FLAG_GRAD if grad else 0) | ((FLAG_PIN | FLAG_POUT) if probs else 0)
+        seeds[f"sort-chunks{'-grad' if grad else ''}-{'p' if probs else 'np'}"] = header(
+            flags, T=23, E=5, H=9, K=0, C=0, vt=(F16, BF16)[probs], probs=(0, 210)[probs],
+            extra=RAGGED, attr2=SORT_CHUNKS)
+    seeds["sort-chunks-wide-one-chunk"] = header(FLAG_UNPERMUTE, 40, 1, 70, 0, 0, extra=RAGGED,
+                                                 attr2=SORT_CHUNKS)
+    seeds["sort-chunks-any"] = header(FLAG_UNPERMUTE | FLAG_GRAD, 12, 4, 5, 0, 0,
+                                      extra=RAGGED | RAG_ANY, attr2=SORT_CHUNKS)
+    seeds["sort-chunks-t0"] = header(FLAG_UNPERMUTE | FLAG_PIN | FLAG_POUT, 0, 3, 5, 0, 0,
+                                     extra=RAGGED, attr2=SORT_CHUNKS)
     for name, data in seeds.items():
         (OUT / f"seed-{name}").write_bytes(data)
     print(f"wrote {len(seeds)} seeds to {OUT}")
