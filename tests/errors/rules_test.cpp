@@ -71,5 +71,25 @@ std::vector<size_t> ordered_tables() {
 INSTANTIATE_TEST_SUITE_P(Spec5, OrderedRuleTable, ::testing::ValuesIn(ordered_tables()),
                          table_name);
 
+// Without probs the unpermute Grad's rule 3 leaves the routing map's rank alone (CANN's
+// order), and rule 4 rejects a 1-D map as a shape. The planner read such a map's second
+// dimension before rule 4 (out of bounds; found by fuzzing:
+// tests/fuzz/regressions/crash-unpermute-grad-map-columns-of-1d). Not a table row: removing
+// P changes which rules the other rows break.
+TEST(UnpermuteGradRules, OneDimensionalMapWithoutProbsIsAShapeError) {
+  for (bool dp : {false, true}) {
+    for (bool with_probs_grad : {false, true}) {
+      UnpermuteGradArgs a = valid_args<UnpermuteGradOp>(dp);
+      a.P.reset(), a.X.reset();
+      if (!with_probs_grad) a.PG.reset();
+      a.M = dense(DType::i8, {12});
+      EXPECT_TRUE(CheckBothApis(a, 161002,
+                                {"aclnnMoeTokenUnpermuteWithRoutingMapGrad: routingMapOptional: "
+                                 "expected 2-D, got 1-D [12]"}))
+          << "dropAndPad=" << dp << ", probsGradOut " << with_probs_grad;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace moeperm::testing
