@@ -39,6 +39,14 @@ expect_in("${out}" "moeperm added as a subdirectory: the library only"
 expect_in("${out}" "tools OFF" "configure the add_subdirectory consumer")
 run_step("build the add_subdirectory consumer" COMMAND ${CMAKE_COMMAND} --build ${consumer_build})
 
-run_step("run the add_subdirectory consumer" COMMAND ${consumer_build}/app OUTPUT_VARIABLE out)
+# Under ThreadSanitizer the consumer has no Archer (only MOEPERM_SANITIZE=thread links it, and
+# this project sets no moeperm option), so TSan cannot see OpenMP's synchronisation and
+# reports false races: one thread, as moeperm's configure warning advises.
+set(run_env)
+if(SANITIZE MATCHES "thread")
+  set(run_env ${CMAKE_COMMAND} -E env MOEPERM_NUM_THREADS=1)
+endif()
+run_step("run the add_subdirectory consumer" COMMAND ${run_env} ${consumer_build}/app
+         OUTPUT_VARIABLE out)
 expect_in("${out}" "consumer: ok" "run the add_subdirectory consumer")
 message(STATUS "packaging: all steps passed")
