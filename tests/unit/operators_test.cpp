@@ -127,6 +127,27 @@ TEST(InferOutputs, GradOutputs) {
   EXPECT_FALSE(no_probs.probs_grad_out);
 }
 
+// Without probs and map the unpermute Grad takes E from probsGradOut itself. infer_outputs
+// ignores the outputs' shapes, so a placeholder of any rank must not be read past its shape
+// (a rank-0 one was: out of bounds); a 2-D one keeps its columns, as planning would.
+TEST(InferOutputs, UnpermuteGradProbsGradWithoutProbsOrMap) {
+  UnpermuteGradDesc d;
+  d.unpermuted_tokens_grad = dense(DType::bf16, {4, 5});
+  d.out_index = dense(DType::i32, {8});
+  d.permute_token_id = dense(DType::i32, {8});
+  for (const std::vector<int64_t> &placeholder : {std::vector<int64_t>{}, {7}, {4, 3}}) {
+    TensorDesc pg;
+    pg.dtype = DType::bf16, pg.shape = placeholder;
+    d.probs_grad_out = pg;
+    const UnpermuteGradDesc out = infer_outputs(d);
+    expect_contiguous(out.permuted_tokens_grad_out, DType::bf16, {8, 5});
+    ASSERT_TRUE(out.probs_grad_out);
+    const int64_t E = placeholder.size() == 2 ? 3 : 0;
+    expect_contiguous(*out.probs_grad_out, DType::bf16, {4, E});
+    EXPECT_NO_THROW(plan_unpermute_grad(out)) << "placeholder rank " << placeholder.size();
+  }
+}
+
 // Inputs that planning rejects: infer_outputs reports the same rule with the same words,
 // whatever the (ignored) output descriptors were.
 TEST(InferOutputs, RejectsWhatPlanningRejectsWithTheSameMessage) {

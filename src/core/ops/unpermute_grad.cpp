@@ -31,14 +31,15 @@ Status derive_sizes(PlanContext &c) {
     return inconsistent(kApi, cat("unpermutedTokensGrad and outIndex: dimensions must be >= 0, "
                                   "got ",
                                   shape_string(g.shape), " and ", shape_string(s[O]->shape)));
-  // Without probs rule 4 leaves the map's rank unchecked (CANN's order: a wrong rank is then
-  // rule 6's shape error, after this), so its columns are read only when it has them (a
-  // 1-D map was read past its shape; found by fuzzing).
-  const bool map_columns = s.given(M) && s[M]->shape.size() == 2;
-  z.experts = s.given(P)    ? s[P]->shape[1]
-              : map_columns ? s[M]->shape[1]
-              : s.given(PG) ? s[PG]->shape[1]
-                            : 0;
+  // Columns are read only from a 2-D tensor: without probs rule 4 leaves the map's rank
+  // unchecked (CANN's order: a wrong rank is then rule 6's shape error, after this; a 1-D map
+  // was read past its shape, found by fuzzing), and infer_outputs never checks an output's
+  // (a placeholder probsGradOut of rank 0 was read past its shape).
+  auto columns_of = [&](int i) { return s.given(i) && s[i]->shape.size() == 2; };
+  z.experts = s.given(P)       ? s[P]->shape[1]
+              : columns_of(M)  ? s[M]->shape[1]
+              : columns_of(PG) ? s[PG]->shape[1]
+                               : 0;
   if (z.experts < 0) return inconsistent(kApi, cat("experts must be >= 0, got ", z.experts));
   if (!s.drop_and_pad)
     z.top_k = z.tokens > 0 ? z.rows / z.tokens : 0;
