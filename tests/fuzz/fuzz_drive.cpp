@@ -39,6 +39,29 @@ int64_t outside(const Operand &op) {
   return op.present && op.runnable ? moeperm::testing::bytes_written_outside_view(op.host) : 0;
 }
 
+// infer_outputs against the first phase's status s1 (Phases::infer).
+void check_inferred(const Case &c, const Phases &ph, aclnnStatus s1) {
+  const std::optional<Inferred> inf = ph.infer();
+  if (!inf) return;
+  if (inf->status != 0) {
+    FUZZ_CHECK(allowed_status(inf->status, c.tiling_rejections, inf->message),
+               "infer_outputs threw %d, not a SPEC §5 status (message: %s)",
+               static_cast<int>(inf->status), inf->message.c_str());
+    FUZZ_CHECK(!inf->message.empty(), "infer_outputs threw %d without a message",
+               static_cast<int>(inf->status));
+    FUZZ_CHECK(s1 != 0, "infer_outputs rejected what the first phase accepted: %s",
+               inf->message.c_str());
+    return;
+  }
+  if (s1 != 0) return;
+  for (size_t i = 0; i < c.ops.size(); ++i)
+    if (c.is_output[i] && c.ops[i].present && i < inf->shapes.size() && inf->shapes[i])
+      FUZZ_CHECK(*inf->shapes[i] == c.ops[i].host.desc.shape,
+                 "infer_outputs gave output %zu another shape than the one the first phase "
+                 "accepted",
+                 i);
+}
+
 }  // namespace
 
 Header read_header(Reader &r, uint8_t flags) {
@@ -92,6 +115,7 @@ void drive(Case &c, const Phases &ph, uint8_t ws_mode, uint8_t extra, bool reexe
   aclOpExecutor **exec_arg = (extra & 12) == 12 && ph.executor ? nullptr : &exec;
   const aclnnStatus s1 = ph.phase1(ws_arg, exec_arg);
   FUZZ_CHECK(outputs_untouched() && inputs_unchanged(), "the first phase wrote a tensor");
+  if (ph.infer) check_inferred(c, ph, s1);
   bool runnable = true;
   for (const Operand &op : c.ops) runnable = runnable && (!op.present || op.runnable);
   if (s1 != 0) {

@@ -7,8 +7,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
+#include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fuzz_input.hpp"
@@ -44,6 +47,33 @@ struct Header {
 };
 Header read_header(Reader &r, uint8_t flags);
 
+// What the C++ API's infer_outputs made of a call's inputs: its status and message, and each
+// output's inferred shape, indexed like Case::ops (nullopt: not an output, or not inferred).
+struct Inferred {
+  aclnnStatus status = 0;
+  std::string message;
+  std::vector<std::optional<std::vector<int64_t>>> shapes;
+};
+
+// Calls `infer` (which returns the shapes) and catches its moeperm::Error.
+template <class F>
+Inferred inferred_by(F &&infer) {
+  try {
+    return {0, "", infer()};
+  } catch (const moeperm::Error &e) {
+    return {static_cast<aclnnStatus>(e.code()), e.what(), {}};
+  }
+}
+
+// The output shapes of a descriptor, placed at their operand indices among n operands.
+inline std::vector<std::optional<std::vector<int64_t>>> shapes_at(
+    size_t n, std::initializer_list<std::pair<size_t, std::optional<TensorDesc>>> outputs) {
+  std::vector<std::optional<std::vector<int64_t>>> v(n);
+  for (const auto &[i, d] : outputs)
+    if (d) v[i] = d->shape;
+  return v;
+}
+
 // The phases of one operator: phase1(workspace_size*, executor**) (either may be null),
 // execute(workspace, size, executor, stream), and the oracle of a successful run.
 struct Phases {
@@ -57,6 +87,10 @@ struct Phases {
   bool executor = true;
   // Tokens and experts the oracle walks: past kMaxOracleTokens the outputs must be empty.
   int64_t oracle_tokens = 0, oracle_experts = 0;
+  // infer_outputs on the same inputs; nullopt when the C++ API cannot express the call (a
+  // required tensor null). It must not reject what the first phase accepts, and then gives
+  // exactly the output shapes the first phase accepted. Null: not checked.
+  std::function<std::optional<Inferred>()> infer;
 };
 
 // Dimension i of an operand's shape, 0 when it has fewer (the sizes the oracle walks are
@@ -79,12 +113,34 @@ constexpr uint8_t kExtraRagged = 32, kAttr2SortChunks = 48;
 void run_ragged(Reader &r, const Header &hd);
 void run_sort_chunks(Reader &r, const Header &hd);
 
-// An operator of the C++ API: its plan on a backend and its run, over the operands'
-// descriptors and data pointers.
+// An operator of the C++ API: its plan on a backend, its run, and its infer_outputs, over the
+// operands' descriptors and data pointers.
 struct CxxOp {
   std::function<Plan(const std::vector<Operand> &, const PlanOptions &)> plan;
   std::function<void(const Plan &, const std::vector<void *> &, std::span<std::byte>)> run;
+  std::function<std::vector<std::optional<std::vector<int64_t>>>(const std::vector<Operand> &)>
+      infer;
 };
+
+// A CxxOp from the operator's descriptor (made from the operands), plan function, data (made
+// from the data pointers) and its descriptor's output shapes.
+template <class Desc, class DescOf, class DataOf, class OutputsOf>
+CxxOp cxx_op(DescOf desc_of, Plan (*plan)(const Desc &, const PlanOptions &), DataOf data_of,
+             OutputsOf outputs_of) {
+  return {
+      [=](const std::vector<Operand> &o, const PlanOptions &opt) { return plan(desc_of(o), opt); },
+      [=](const Plan &p, const std::vector<void *> &d, std::span<std::byte> ws) {
+        run(p, data_of(d), ws);
+      },
+      [=](const std::vector<Operand> &o) {
+        return outputs_of(o.size(), infer_outputs(desc_of(o)));
+      }};
+}
+
+// The descriptor of operand i when it is present.
+inline std::optional<TensorDesc> opt_desc(const std::vector<Operand> &ops, size_t i) {
+  return ops[i].present ? std::optional<TensorDesc>(ops[i].host.desc) : std::nullopt;
+}
 
 // Storage element of view element (i, j) of a 1-D or 2-D operand when it lies inside the
 // storage (wrapping, never overflowing, on absurd strides), else -1.

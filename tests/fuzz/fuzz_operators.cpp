@@ -154,6 +154,27 @@ void run_one(const uint8_t *data, size_t size) {
   phases.oracle = [&](Case &done) {
     check_against_oracle(done, num_out_tokens, num_experts, tokens_num);
   };
+  phases.infer = [&]() -> std::optional<Inferred> {
+    const std::vector<Operand> &o = c.ops;
+    const size_t n = o.size();
+    if (!c.grad) {
+      if (!o[0].present || !o[1].present) return std::nullopt;  // required inputs null
+      const moeperm::PermuteDesc d{o[0].host.desc, o[1].host.desc, opt_desc(o, 2), num_out_tokens,
+                                   c.dp,           o[3].host.desc, opt_desc(o, 4), o[5].host.desc};
+      return inferred_by([&] {
+        const moeperm::PermuteDesc r = infer_outputs(d);
+        return shapes_at(n, {{3, r.permuted_tokens}, {4, r.permuted_probs}, {5, r.sorted_indices}});
+      });
+    }
+    if (!o[0].present || !o[2].present) return std::nullopt;
+    const moeperm::PermuteGradDesc d{o[0].host.desc, opt_desc(o, 1), o[2].host.desc,
+                                     opt_desc(o, 3), num_experts,    tokens_num,
+                                     c.dp,           o[4].host.desc, opt_desc(o, 5)};
+    return inferred_by([&] {
+      const moeperm::PermuteGradDesc r = infer_outputs(d);
+      return shapes_at(n, {{4, r.tokens_grad_out}, {5, r.probs_grad_out}});
+    });
+  };
   // The oracle walks T tokens and, forward, E experts (its routing map's columns).
   phases.oracle_tokens = c.grad ? tokens_num : dim_of(c.ops[0], 0);
   phases.oracle_experts = c.grad ? 0 : dim_of(c.ops[1], 1);

@@ -108,75 +108,86 @@ void fill_ragged_index(Operand &idx, const Operand &map, Reader &r, bool dp, int
   write_int32s(idx, *rows);
 }
 
-std::optional<TensorDesc> opt_desc(const std::vector<Operand> &ops, size_t i) {
-  return ops[i].present ? std::optional<TensorDesc>(ops[i].host.desc) : std::nullopt;
-}
+using Ops = std::vector<Operand>;
+using Ptrs = std::vector<void *>;
 
 CxxOp permute_op(int64_t num_out_tokens, bool dp) {
-  return {[=](const std::vector<Operand> &o, const PlanOptions &opt) {
-            return plan_ragged_permute({.tokens = o[0].host.desc,
-                                        .routing_map = o[1].host.desc,
-                                        .probs = opt_desc(o, 2),
-                                        .num_out_tokens = num_out_tokens,
-                                        .drop_and_pad = dp,
-                                        .permuted_tokens = o[3].host.desc,
-                                        .permuted_probs = opt_desc(o, 4),
-                                        .sorted_indices = o[5].host.desc},
-                                       opt);
-          },
-          [](const Plan &p, const std::vector<void *> &d, std::span<std::byte> ws) {
-            run(p, RaggedPermuteData{d[0], d[1], d[2], d[3], d[4], d[5]}, ws);
-          }};
+  return cxx_op<RaggedPermuteDesc>(
+      [=](const Ops &o) {
+        return RaggedPermuteDesc{.tokens = o[0].host.desc,
+                                 .routing_map = o[1].host.desc,
+                                 .probs = opt_desc(o, 2),
+                                 .num_out_tokens = num_out_tokens,
+                                 .drop_and_pad = dp,
+                                 .permuted_tokens = o[3].host.desc,
+                                 .permuted_probs = opt_desc(o, 4),
+                                 .sorted_indices = o[5].host.desc};
+      },
+      plan_ragged_permute,
+      [](const Ptrs &d) { return RaggedPermuteData{d[0], d[1], d[2], d[3], d[4], d[5]}; },
+      [](size_t n, const RaggedPermuteDesc &d) {
+        return shapes_at(n, {{3, d.permuted_tokens}, {4, d.permuted_probs}, {5, d.sorted_indices}});
+      });
 }
 
 CxxOp permute_grad_op(int64_t num_tokens, bool dp) {
-  return {[=](const std::vector<Operand> &o, const PlanOptions &opt) {
-            return plan_ragged_permute_grad({.permuted_tokens_grad = o[0].host.desc,
-                                             .permuted_probs_grad = opt_desc(o, 1),
-                                             .sorted_indices = o[2].host.desc,
-                                             .routing_map = opt_desc(o, 3),
-                                             .num_tokens = num_tokens,
-                                             .drop_and_pad = dp,
-                                             .tokens_grad = o[4].host.desc,
-                                             .probs_grad = opt_desc(o, 5)},
-                                            opt);
-          },
-          [](const Plan &p, const std::vector<void *> &d, std::span<std::byte> ws) {
-            run(p, RaggedPermuteGradData{d[0], d[1], d[2], d[3], d[4], d[5]}, ws);
-          }};
+  return cxx_op<RaggedPermuteGradDesc>(
+      [=](const Ops &o) {
+        return RaggedPermuteGradDesc{.permuted_tokens_grad = o[0].host.desc,
+                                     .permuted_probs_grad = opt_desc(o, 1),
+                                     .sorted_indices = o[2].host.desc,
+                                     .routing_map = opt_desc(o, 3),
+                                     .num_tokens = num_tokens,
+                                     .drop_and_pad = dp,
+                                     .tokens_grad = o[4].host.desc,
+                                     .probs_grad = opt_desc(o, 5)};
+      },
+      plan_ragged_permute_grad,
+      [](const Ptrs &d) { return RaggedPermuteGradData{d[0], d[1], d[2], d[3], d[4], d[5]}; },
+      [](size_t n, const RaggedPermuteGradDesc &d) {
+        return shapes_at(n, {{4, d.tokens_grad}, {5, d.probs_grad}});
+      });
 }
 
 CxxOp unpermute_op(std::optional<std::vector<int64_t>> restore, bool dp) {
-  return {[=](const std::vector<Operand> &o, const PlanOptions &opt) {
-            return plan_ragged_unpermute({.permuted_tokens = o[0].host.desc,
-                                          .sorted_indices = o[1].host.desc,
-                                          .routing_map = opt_desc(o, 2),
-                                          .probs = opt_desc(o, 3),
-                                          .drop_and_pad = dp,
-                                          .restore_shape = restore,
-                                          .unpermuted_tokens = o[4].host.desc},
-                                         opt);
-          },
-          [](const Plan &p, const std::vector<void *> &d, std::span<std::byte> ws) {
-            run(p, RaggedUnpermuteData{d[0], d[1], d[2], d[3], d[4]}, ws);
-          }};
+  return cxx_op<RaggedUnpermuteDesc>(
+      [=](const Ops &o) {
+        return RaggedUnpermuteDesc{.permuted_tokens = o[0].host.desc,
+                                   .sorted_indices = o[1].host.desc,
+                                   .routing_map = opt_desc(o, 2),
+                                   .probs = opt_desc(o, 3),
+                                   .drop_and_pad = dp,
+                                   .restore_shape = restore,
+                                   .unpermuted_tokens = o[4].host.desc};
+      },
+      plan_ragged_unpermute,
+      [](const Ptrs &d) {
+        return RaggedUnpermuteData{d[0], d[1], d[2], d[3], d[4]};
+      },
+      [](size_t n, const RaggedUnpermuteDesc &d) {
+        return shapes_at(n, {{4, d.unpermuted_tokens}});
+      });
 }
 
 CxxOp unpermute_grad_op(bool dp) {
-  return {[=](const std::vector<Operand> &o, const PlanOptions &opt) {
-            return plan_ragged_unpermute_grad({.unpermuted_tokens_grad = o[0].host.desc,
-                                               .sorted_indices = o[1].host.desc,
-                                               .routing_map = opt_desc(o, 2),
-                                               .permuted_tokens = opt_desc(o, 3),
-                                               .probs = opt_desc(o, 4),
-                                               .drop_and_pad = dp,
-                                               .permuted_tokens_grad = o[5].host.desc,
-                                               .probs_grad = opt_desc(o, 6)},
-                                              opt);
-          },
-          [](const Plan &p, const std::vector<void *> &d, std::span<std::byte> ws) {
-            run(p, RaggedUnpermuteGradData{d[0], d[1], d[2], d[3], d[4], d[5], d[6]}, ws);
-          }};
+  return cxx_op<RaggedUnpermuteGradDesc>(
+      [=](const Ops &o) {
+        return RaggedUnpermuteGradDesc{.unpermuted_tokens_grad = o[0].host.desc,
+                                       .sorted_indices = o[1].host.desc,
+                                       .routing_map = opt_desc(o, 2),
+                                       .permuted_tokens = opt_desc(o, 3),
+                                       .probs = opt_desc(o, 4),
+                                       .drop_and_pad = dp,
+                                       .permuted_tokens_grad = o[5].host.desc,
+                                       .probs_grad = opt_desc(o, 6)};
+      },
+      plan_ragged_unpermute_grad,
+      [](const Ptrs &d) {
+        return RaggedUnpermuteGradData{d[0], d[1], d[2], d[3], d[4], d[5], d[6]};
+      },
+      [](size_t n, const RaggedUnpermuteGradDesc &d) {
+        return shapes_at(n, {{5, d.permuted_tokens_grad}, {6, d.probs_grad}});
+      });
 }
 
 // The reference backend on the same inputs, its outputs starting from the same poison.
@@ -289,6 +300,9 @@ void drive_cxx(Case &c, const CxxOp &op, const Header &hd) {
     }
   };
   phases.oracle = [&](Case &done) { check_against_reference(done, op); };
+  phases.infer = [&] {
+    return std::optional<Inferred>(inferred_by([&] { return op.infer(c.ops); }));
+  };
   phases.oracle_tokens = phases.oracle_experts = 0;  // the reference is bounded by its tensors
   drive(c, phases, hd.ws_mode, hd.extra, false);
 }

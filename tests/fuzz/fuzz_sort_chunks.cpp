@@ -63,28 +63,31 @@ void fill_chunk_order(Operand &op, Reader &r, int64_t S, bool arbitrary) {
   write_int32s(op, order);
 }
 
-std::optional<TensorDesc> opt_desc(const std::vector<Operand> &ops, size_t i) {
-  return ops[i].present ? std::optional<TensorDesc>(ops[i].host.desc) : std::nullopt;
-}
+using Ops = std::vector<Operand>;
+using Ptrs = std::vector<void *>;
 
 CxxOp sort_chunks_op(bool grad) {
   if (!grad)
-    return {[](const std::vector<Operand> &o, const PlanOptions &opt) {
-              return plan_sort_chunks({o[0].host.desc, o[1].host.desc, o[2].host.desc,
-                                       opt_desc(o, 3), o[4].host.desc, opt_desc(o, 5)},
-                                      opt);
-            },
-            [](const Plan &p, const std::vector<void *> &d, std::span<std::byte> ws) {
-              run(p, SortChunksData{d[0], d[1], d[2], d[3], d[4], d[5]}, ws);
-            }};
-  return {[](const std::vector<Operand> &o, const PlanOptions &opt) {
-            return plan_sort_chunks_grad({o[0].host.desc, o[1].host.desc, o[2].host.desc,
-                                          opt_desc(o, 3), o[4].host.desc, opt_desc(o, 5)},
-                                         opt);
-          },
-          [](const Plan &p, const std::vector<void *> &d, std::span<std::byte> ws) {
-            run(p, SortChunksGradData{d[0], d[1], d[2], d[3], d[4], d[5]}, ws);
-          }};
+    return cxx_op<SortChunksDesc>(
+        [](const Ops &o) {
+          return SortChunksDesc{o[0].host.desc, o[1].host.desc, o[2].host.desc,
+                                opt_desc(o, 3), o[4].host.desc, opt_desc(o, 5)};
+        },
+        plan_sort_chunks,
+        [](const Ptrs &d) { return SortChunksData{d[0], d[1], d[2], d[3], d[4], d[5]}; },
+        [](size_t n, const SortChunksDesc &d) {
+          return shapes_at(n, {{4, d.sorted_tokens}, {5, d.sorted_probs}});
+        });
+  return cxx_op<SortChunksGradDesc>(
+      [](const Ops &o) {
+        return SortChunksGradDesc{o[0].host.desc, o[1].host.desc, o[2].host.desc,
+                                  opt_desc(o, 3), o[4].host.desc, opt_desc(o, 5)};
+      },
+      plan_sort_chunks_grad,
+      [](const Ptrs &d) { return SortChunksGradData{d[0], d[1], d[2], d[3], d[4], d[5]}; },
+      [](size_t n, const SortChunksGradDesc &d) {
+        return shapes_at(n, {{4, d.tokens_grad}, {5, d.probs_grad}});
+      });
 }
 
 }  // namespace

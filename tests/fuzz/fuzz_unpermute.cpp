@@ -152,6 +152,31 @@ void run_unpermute(Reader &r, uint8_t flags) {
                    : aclnnMoeTokenUnpermuteWithRoutingMapGrad(ws, n, e, st);
   };
   phases.oracle = [&](Case &done) { check_against_reference(done, restore); };
+  phases.infer = [&]() -> std::optional<Inferred> {
+    const std::vector<Operand> &o = c.ops;
+    const size_t n = o.size();
+    if (!c.grad) {
+      if (!o[0].present || !o[1].present) return std::nullopt;  // required inputs null
+      const UnpermuteDesc d{o[0].host.desc, o[1].host.desc, opt_desc(o, 2), opt_desc(o, 3),
+                            c.dp,           restore,        o[4].host.desc, opt_desc(o, 5),
+                            opt_desc(o, 6), opt_desc(o, 7)};
+      return inferred_by([&] {
+        const UnpermuteDesc r = infer_outputs(d);
+        return shapes_at(n, {{4, r.unpermuted_tokens},
+                             {5, r.out_index},
+                             {6, r.permute_token_id},
+                             {7, r.permute_probs}});
+      });
+    }
+    if (!o[0].present || !o[1].present || !o[2].present) return std::nullopt;
+    const UnpermuteGradDesc d{o[0].host.desc, o[1].host.desc, o[2].host.desc, opt_desc(o, 3),
+                              opt_desc(o, 4), opt_desc(o, 5), c.dp,           restore,
+                              o[6].host.desc, opt_desc(o, 7)};
+    return inferred_by([&] {
+      const UnpermuteGradDesc r = infer_outputs(d);
+      return shapes_at(n, {{6, r.permuted_tokens_grad_out}, {7, r.probs_grad_out}});
+    });
+  };
   // The reference's work is bounded by its tensors (Note [Work bounded by tensors]): a token
   // loop runs only over tokens whose rows are in memory (drop-less T <= R; drop-and-pad
   // loops over slots), so it runs on every successful input, whatever T is.
