@@ -162,8 +162,9 @@ void run_one(const uint8_t *data, size_t size) {
       const moeperm::PermuteDesc d{o[0].host.desc, o[1].host.desc, opt_desc(o, 2), num_out_tokens,
                                    c.dp,           o[3].host.desc, opt_desc(o, 4), o[5].host.desc};
       return inferred_by([&] {
-        const moeperm::PermuteDesc r = infer_outputs(d);
-        return shapes_at(n, {{3, r.permuted_tokens}, {4, r.permuted_probs}, {5, r.sorted_indices}});
+        const moeperm::PermuteDesc out = infer_outputs(d);
+        return shapes_at(
+            n, {{3, out.permuted_tokens}, {4, out.permuted_probs}, {5, out.sorted_indices}});
       });
     }
     if (!o[0].present || !o[2].present) return std::nullopt;
@@ -171,8 +172,8 @@ void run_one(const uint8_t *data, size_t size) {
                                      opt_desc(o, 3), num_experts,    tokens_num,
                                      c.dp,           o[4].host.desc, opt_desc(o, 5)};
     return inferred_by([&] {
-      const moeperm::PermuteGradDesc r = infer_outputs(d);
-      return shapes_at(n, {{4, r.tokens_grad_out}, {5, r.probs_grad_out}});
+      const moeperm::PermuteGradDesc out = infer_outputs(d);
+      return shapes_at(n, {{4, out.tokens_grad_out}, {5, out.probs_grad_out}});
     });
   };
   // The oracle walks T tokens and, forward, E experts (its routing map's columns).

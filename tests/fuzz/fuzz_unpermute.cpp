@@ -161,11 +161,11 @@ void run_unpermute(Reader &r, uint8_t flags) {
                             c.dp,           restore,        o[4].host.desc, opt_desc(o, 5),
                             opt_desc(o, 6), opt_desc(o, 7)};
       return inferred_by([&] {
-        const UnpermuteDesc r = infer_outputs(d);
-        return shapes_at(n, {{4, r.unpermuted_tokens},
-                             {5, r.out_index},
-                             {6, r.permute_token_id},
-                             {7, r.permute_probs}});
+        const UnpermuteDesc out = infer_outputs(d);
+        return shapes_at(n, {{4, out.unpermuted_tokens},
+                             {5, out.out_index},
+                             {6, out.permute_token_id},
+                             {7, out.permute_probs}});
       });
     }
     if (!o[0].present || !o[1].present || !o[2].present) return std::nullopt;
@@ -173,8 +173,8 @@ void run_unpermute(Reader &r, uint8_t flags) {
                               opt_desc(o, 4), opt_desc(o, 5), c.dp,           restore,
                               o[6].host.desc, opt_desc(o, 7)};
     return inferred_by([&] {
-      const UnpermuteGradDesc r = infer_outputs(d);
-      return shapes_at(n, {{6, r.permuted_tokens_grad_out}, {7, r.probs_grad_out}});
+      const UnpermuteGradDesc out = infer_outputs(d);
+      return shapes_at(n, {{6, out.permuted_tokens_grad_out}, {7, out.probs_grad_out}});
     });
   };
   // The reference's work is bounded by its tensors (Note [Work bounded by tensors]): a token
