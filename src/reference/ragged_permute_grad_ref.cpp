@@ -13,18 +13,20 @@ Status ragged_permute_grad(const Plan &p, const Buffers &b) {
   const bool probs = p.probs == ProbsWork::compute;
   std::vector<int64_t> experts;
   MOEPERM_TRY(check_rows(p, b, probs, &experts));
-  std::vector<float> acc(p.T > 0 ? static_cast<size_t>(p.H) : 0);  // H may be anything at T = 0
-  // Note [Work bounded by tensors]: at H = 0 tokens_grad has no elements, whatever T is.
-  for (int64_t t = 0; t < p.T && p.H > 0; ++t) {
-    std::fill(acc.begin(), acc.end(), 0.0f);
-    for (int64_t r = 0; r < p.R; ++r)
-      if (row_token(p, b, r) == t)
-        for (int64_t h = 0; h < p.H; ++h)
-          acc[static_cast<size_t>(h)] +=
-              load_value(p.value_dtype, b.permuted(), p.permuted().at(r, h));
+  // One fp32 accumulator per output element; rows visited once, in ascending order, so each
+  // token's sum takes its rows in ascending order (linear: the token-by-token scan of every
+  // row was quadratic, and timed out the fuzz harness at T = 65536).
+  const int64_t T = p.H > 0 ? p.T : 0;  // Note [Work bounded by tensors]: H may be 0
+  std::vector<float> acc(static_cast<size_t>(T * p.H), 0.0f);
+  for (int64_t r = 0; r < p.R && T > 0; ++r)
+    if (const int64_t t = row_token(p, b, r); t >= 0)
+      for (int64_t h = 0; h < p.H; ++h)
+        acc[static_cast<size_t>(t * p.H + h)] +=
+            load_value(p.value_dtype, b.permuted(), p.permuted().at(r, h));
+  for (int64_t t = 0; t < T; ++t)
     for (int64_t h = 0; h < p.H; ++h)
-      store_value(p.value_dtype, b.tokens(), p.tokens().at(t, h), acc[static_cast<size_t>(h)]);
-  }
+      store_value(p.value_dtype, b.tokens(), p.tokens().at(t, h),
+                  acc[static_cast<size_t>(t * p.H + h)]);
   if (!probs) return Status::success();
   std::vector<float> dp(static_cast<size_t>(p.T * p.E), 0.0f);
   for (int64_t r = 0; r < p.R; ++r)
