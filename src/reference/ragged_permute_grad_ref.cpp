@@ -16,7 +16,7 @@ Status ragged_permute_grad(const Plan &p, const Buffers &b) {
   // One fp32 accumulator per output element; rows visited once, in ascending order, so each
   // token's sum takes its rows in ascending order (linear: the token-by-token scan of every
   // row was quadratic, and timed out the fuzz harness at T = 65536).
-  const int64_t T = p.H > 0 ? p.T : 0;  // Note [Work bounded by tensors]: H may be 0
+  const int64_t T = p.H > 0 ? p.T : 0;  // H may be 0 (Note [Work bounded by tensors])
   std::vector<float> acc(static_cast<size_t>(T * p.H), 0.0f);
   for (int64_t r = 0; r < p.R && T > 0; ++r)
     if (const int64_t t = row_token(p, b, r); t >= 0)

@@ -28,7 +28,7 @@ Status ragged_permute(const Plan &p, const Buffers &b) {
                  p.dense_probs().at(t, e));
   };
   int64_t next = 0;  // drop-less: the next row of the expert-major list
-  // Note [Work bounded by tensors]: at T = 0 the map has no elements, whatever E is.
+  // At T = 0 the map has no elements, whatever E is (Note [Work bounded by tensors]).
   for (int64_t e = 0; e < p.E && p.T > 0; ++e) {
     int64_t taken = 0;  // drop-and-pad: rows of expert e filled so far
     for (int64_t t = 0; t < p.T; ++t) {

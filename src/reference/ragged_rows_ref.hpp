@@ -24,7 +24,7 @@ inline std::vector<int64_t> row_experts(const Plan &p, const Buffers &b) {
     return experts;
   }
   int64_t r = 0;
-  // Note [Work bounded by tensors]: at T = 0 the map has no elements, whatever E is.
+  // At T = 0 the map has no elements, whatever E is (Note [Work bounded by tensors]).
   for (int64_t e = 0; e < p.E && p.T > 0; ++e)
     for (int64_t t = 0; t < p.T; ++t)
       if (routed_at(p.routing_map_dtype, b.routing_map(), p.routing_map().at(t, e)) && r < p.R)
@@ -32,8 +32,8 @@ inline std::vector<int64_t> row_experts(const Plan &p, const Buffers &b) {
   return experts;
 }
 
-// Stores dp[t * E + e] to probs_grad[t, e] for every element (Note [Work bounded by tensors]:
-// none at E = 0, whatever T is).
+// Stores dp[t * E + e] to probs_grad[t, e] for every element: none at E = 0, whatever T is
+// (Note [Work bounded by tensors]).
 inline void store_dense_probs_grad(const Plan &p, const Buffers &b, const std::vector<float> &dp) {
   for (int64_t t = 0; t < p.T && p.E > 0; ++t)
     for (int64_t e = 0; e < p.E; ++e)

@@ -26,6 +26,51 @@ def record(shape=0, dtype=0, layout=(0,), offset=0, storage=0, presence=0):
     return bytes([shape, dtype, *layout, offset, storage, presence])
 
 
+def cxx_only_seeds(seeds):
+    """The operators without a C API, through the C++ API (fuzz_ragged.cpp, fuzz_sort_chunks.cpp)."""
+    # The ragged pair (fuzz_ragged.cpp, extra bit 5; bit 6 unpermute, bit 7 arbitrary index):
+    # every operator in both modes, probs or not, the four map dtypes (attribute2 bits 2-3),
+    # fp32 probs with bf16 tokens, no map, empty problems, a workspace too small.
+    RAGGED, RAG_UNP, RAG_ANY = 32, 64, 128
+    for grad, unp, dp, probs in itertools.product((0, 1), (0, 1), (0, 1), (0, 1)):
+        flags = FLAG_UNPERMUTE | (FLAG_GRAD if grad else 0) | (FLAG_DP if dp else 0)
+        flags |= (FLAG_PIN | FLAG_POUT) if probs else 0
+        name = (f"rag-{'unp' if unp else 'perm'}{'-grad' if grad else ''}-{'dp' if dp else 'dl'}-"
+                f"{'p' if probs else 'np'}")
+        seeds[name] = header(flags, T=7, E=5, H=9, K=2, C=3, vt=(F32, BF16)[probs],
+                             extra=RAGGED | (RAG_UNP if unp else 0), attr2=4 * (grad + 2 * unp))
+    seeds["rag-perm-f32probs-i32map"] = header(FLAG_UNPERMUTE | FLAG_PIN | FLAG_POUT, 9, 6, 33, 3, 0,
+                                               vt=BF16, probs=210, extra=RAGGED, attr2=8)
+    seeds["rag-unp-grad-wide-u8map"] = header(FLAG_UNPERMUTE | FLAG_GRAD | FLAG_PIN | FLAG_POUT, 9, 6,
+                                              70, 3, 0, extra=RAGGED | RAG_UNP, attr2=4)
+    seeds["rag-unp-nomap"] = header(FLAG_UNPERMUTE | FLAG_NOMAP, 6, 4, 9, 2, 0, extra=RAGGED | RAG_UNP)
+    seeds["rag-unp-any-index"] = header(FLAG_UNPERMUTE | FLAG_PIN, 6, 4, 9, 2, 0,
+                                        extra=RAGGED | RAG_UNP | RAG_ANY)
+    seeds["rag-perm-grad-any-index"] = header(FLAG_UNPERMUTE | FLAG_GRAD | FLAG_PIN | FLAG_POUT, 6, 4,
+                                              9, 2, 0, extra=RAGGED | RAG_ANY)
+    seeds["rag-perm-h0"] = header(FLAG_UNPERMUTE | FLAG_PIN | FLAG_POUT, 4, 3, 0, 2, 0, extra=RAGGED)
+    seeds["rag-unp-grad-t0"] = header(FLAG_UNPERMUTE | FLAG_GRAD | FLAG_PIN | FLAG_POUT, 0, 3, 5, 2, 0,
+                                      extra=RAGGED | RAG_UNP)
+    seeds["rag-perm-grad-e0"] = header(FLAG_UNPERMUTE | FLAG_GRAD | FLAG_PIN | FLAG_POUT, 4, 0, 5, 2, 0,
+                                       extra=RAGGED)
+    seeds["rag-perm-ws-small"] = header(FLAG_UNPERMUTE, 5, 4, 9, 2, 0, ws=205, extra=RAGGED)
+    seeds["rag-unp-ws-null"] = header(FLAG_UNPERMUTE | FLAG_PIN, 5, 4, 9, 2, 0, ws=225,
+                                      extra=RAGGED | RAG_UNP)
+    # The chunk sort (fuzz_sort_chunks.cpp: the ragged bit with attribute2 bits 4-5; S = E).
+    SORT_CHUNKS = 48
+    for grad, probs in itertools.product((0, 1), (0, 1)):
+        flags = FLAG_UNPERMUTE | (FLAG_GRAD if grad else 0) | ((FLAG_PIN | FLAG_POUT) if probs else 0)
+        seeds[f"sort-chunks{'-grad' if grad else ''}-{'p' if probs else 'np'}"] = header(
+            flags, T=23, E=5, H=9, K=0, C=0, vt=(F16, BF16)[probs], probs=(0, 210)[probs],
+            extra=RAGGED, attr2=SORT_CHUNKS)
+    seeds["sort-chunks-wide-one-chunk"] = header(FLAG_UNPERMUTE, 40, 1, 70, 0, 0, extra=RAGGED,
+                                                 attr2=SORT_CHUNKS)
+    seeds["sort-chunks-any"] = header(FLAG_UNPERMUTE | FLAG_GRAD, 12, 4, 5, 0, 0,
+                                      extra=RAGGED | RAG_ANY, attr2=SORT_CHUNKS)
+    seeds["sort-chunks-t0"] = header(FLAG_UNPERMUTE | FLAG_PIN | FLAG_POUT, 0, 3, 5, 0, 0,
+                                     extra=RAGGED, attr2=SORT_CHUNKS)
+
+
 def main():
     OUT.mkdir(exist_ok=True)
     for old in OUT.glob("seed-*"):
@@ -99,47 +144,7 @@ def main():
     seeds["unp-grad-k0"] = header(FLAG_UNPERMUTE | FLAG_GRAD, 4, 3, 5, 0, 0)
     seeds["unp-grad-ws-small"] = header(FLAG_UNPERMUTE | FLAG_GRAD, 5, 4, 9, 2, 0, ws=205)
     seeds["unp-fwd-layout-pad"] = header(FLAG_UNPERMUTE | FLAG_PIN | FLAG_POUT, 5, 4, 9, 2, 0) + record(layout=(130, 1, 2))
-    # The ragged pair (fuzz_ragged.cpp, extra bit 5; bit 6 unpermute, bit 7 arbitrary index):
-    # every operator in both modes, probs or not, the four map dtypes (attribute2 bits 2-3),
-    # fp32 probs with bf16 tokens, no map, empty problems, a workspace too small.
-    RAGGED, RAG_UNP, RAG_ANY = 32, 64, 128
-    for grad, unp, dp, probs in itertools.product((0, 1), (0, 1), (0, 1), (0, 1)):
-        flags = FLAG_UNPERMUTE | (FLAG_GRAD if grad else 0) | (FLAG_DP if dp else 0)
-        flags |= (FLAG_PIN | FLAG_POUT) if probs else 0
-        name = (f"rag-{'unp' if unp else 'perm'}{'-grad' if grad else ''}-{'dp' if dp else 'dl'}-"
-                f"{'p' if probs else 'np'}")
-        seeds[name] = header(flags, T=7, E=5, H=9, K=2, C=3, vt=(F32, BF16)[probs],
-                             extra=RAGGED | (RAG_UNP if unp else 0), attr2=4 * (grad + 2 * unp))
-    seeds["rag-perm-f32probs-i32map"] = header(FLAG_UNPERMUTE | FLAG_PIN | FLAG_POUT, 9, 6, 33, 3, 0,
-                                               vt=BF16, probs=210, extra=RAGGED, attr2=8)
-    seeds["rag-unp-grad-wide-u8map"] = header(FLAG_UNPERMUTE | FLAG_GRAD | FLAG_PIN | FLAG_POUT, 9, 6,
-                                              70, 3, 0, extra=RAGGED | RAG_UNP, attr2=4)
-    seeds["rag-unp-nomap"] = header(FLAG_UNPERMUTE | FLAG_NOMAP, 6, 4, 9, 2, 0, extra=RAGGED | RAG_UNP)
-    seeds["rag-unp-any-index"] = header(FLAG_UNPERMUTE | FLAG_PIN, 6, 4, 9, 2, 0,
-                                        extra=RAGGED | RAG_UNP | RAG_ANY)
-    seeds["rag-perm-grad-any-index"] = header(FLAG_UNPERMUTE | FLAG_GRAD | FLAG_PIN | FLAG_POUT, 6, 4,
-                                              9, 2, 0, extra=RAGGED | RAG_ANY)
-    seeds["rag-perm-h0"] = header(FLAG_UNPERMUTE | FLAG_PIN | FLAG_POUT, 4, 3, 0, 2, 0, extra=RAGGED)
-    seeds["rag-unp-grad-t0"] = header(FLAG_UNPERMUTE | FLAG_GRAD | FLAG_PIN | FLAG_POUT, 0, 3, 5, 2, 0,
-                                      extra=RAGGED | RAG_UNP)
-    seeds["rag-perm-grad-e0"] = header(FLAG_UNPERMUTE | FLAG_GRAD | FLAG_PIN | FLAG_POUT, 4, 0, 5, 2, 0,
-                                       extra=RAGGED)
-    seeds["rag-perm-ws-small"] = header(FLAG_UNPERMUTE, 5, 4, 9, 2, 0, ws=205, extra=RAGGED)
-    seeds["rag-unp-ws-null"] = header(FLAG_UNPERMUTE | FLAG_PIN, 5, 4, 9, 2, 0, ws=225,
-                                      extra=RAGGED | RAG_UNP)
-    # The chunk sort (fuzz_sort_chunks.cpp: the ragged bit with attribute2 bits 4-5; S = E).
-    SORT_CHUNKS = 48
-    for grad, probs in itertools.product((0, 1), (0, 1)):
-        flags = FLAG_UNPERMUTE | (FLAG_GRAD if grad else 0) | ((FLAG_PIN | FLAG_POUT) if probs else 0)
-        seeds[f"sort-chunks{'-grad' if grad else ''}-{'p' if probs else 'np'}"] = header(
-            flags, T=23, E=5, H=9, K=0, C=0, vt=(F16, BF16)[probs], probs=(0, 210)[probs],
-            extra=RAGGED, attr2=SORT_CHUNKS)
-    seeds["sort-chunks-wide-one-chunk"] = header(FLAG_UNPERMUTE, 40, 1, 70, 0, 0, extra=RAGGED,
-                                                 attr2=SORT_CHUNKS)
-    seeds["sort-chunks-any"] = header(FLAG_UNPERMUTE | FLAG_GRAD, 12, 4, 5, 0, 0,
-                                      extra=RAGGED | RAG_ANY, attr2=SORT_CHUNKS)
-    seeds["sort-chunks-t0"] = header(FLAG_UNPERMUTE | FLAG_PIN | FLAG_POUT, 0, 3, 5, 0, 0,
-                                     extra=RAGGED, attr2=SORT_CHUNKS)
+    cxx_only_seeds(seeds)
     for name, data in seeds.items():
         (OUT / f"seed-{name}").write_bytes(data)
     print(f"wrote {len(seeds)} seeds to {OUT}")
