@@ -48,9 +48,10 @@ using SumScaledFn = void (*)(void *dst, const void *const *srcs, const float *we
 using ScaleRowFn = void (*)(void *dst, const void *src, float w, int64_t n, bool stream);
 // SPEC-unpermute U3's dot product of two rows of n elements, in fp32.
 using DotFn = float (*)(const void *a, const void *b, int64_t n);
-// dst[0..n) = round(f32(g[h]) * w), returning U3's dot(x, g): both in one pass.
-using ScaleDotFn = float (*)(void *dst, const void *g, float w, const void *x, int64_t n,
-                             bool stream);
+// dst[0..n) = round(f32(g[h]) * w), returning U3's dot(x, g): both in one pass. x_next is
+// the row of n elements the caller passes as x next (nullptr: none known): only prefetched.
+using ScaleDotFn = float (*)(void *dst, const void *g, float w, const void *x, const void *x_next,
+                             int64_t n, bool stream);
 
 // The row kernels of one value type.
 struct TypedRowKernels {

@@ -32,8 +32,11 @@ Status ragged_unpermute_grad(const Plan &p, const Buffers &b, std::byte *ws) {
         const float w = probs ? load_value(pt, b.dense_probs(), p.dense_probs().at(t, e)) : 1.0f;
         float acc = 0.0f;
         for (; c < count && mine[c] < end; ++c) {
+          // The row after this one in token order (the next token's first after the last):
+          // prefetched only.
+          const int64_t next = g.offsets[t] + c + 1 < g.offsets[p.T] ? mine[c + 1] : -1;
           if (dp)
-            acc += write_row_and_dot(p, b, rk, mine[c], t, w);
+            acc += write_row_and_dot(p, b, rk, mine[c], t, w, next);
           else
             write_row(p, b, rk, mine[c], t, probs, w);
         }

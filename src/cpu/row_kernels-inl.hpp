@@ -27,20 +27,55 @@ inline constexpr int64_t kPrefetchAhead = 1024;
 // Where a prefetched line goes (__builtin_prefetch's locality). The sums read K rows at once,
 // and K rows' lines 1 KiB ahead are more misses than a core's L1 tracks: prefetched into L2
 // they all arrive (one thread, Zen 4: permute Grad 28 -> 23 ms, unpermute 30 -> 25 ms). The
-// compute-bound scale_dot reads one row and wants its lines in L1 (into L2: 55 -> 62 ms).
-// docs/cpu-performance.md, experiment 11.
+// scale_dot reads one row at a time and wants its lines in L1 when it gets there (into L2
+// only: 55 -> 62 ms): it prefetches at two distances (prefetch_x_rows). docs/cpu-performance.md,
+// experiments 11 and 15.
 enum class PrefetchTo { l2 = 2, l1 = 3 };
 // Every 64-byte line of the kBytes at p, kPrefetchAhead bytes ahead. One prefetch per block
 // is not enough where a block spans several lines (AVX-512, and fp32 on AVX2): the lines it
 // skips arrive on demand, and a sum over K rows stalls on K streams (docs/cpu-performance.md,
 // experiment 10). Nothing where the policy does not prefetch (Pol::kPrefetch: scalar).
+//
+// The prefetch helpers are always inlined: GCC 12's IPA mod-ref summarises a helper that only
+// prefetches as free of side effects and deletes the call (experiment 15 lost every
+// prefetch of scale_dot that way, silently: prefetches change no result).
 template <class Pol, int64_t kBytes, PrefetchTo kTo>
-void prefetch_ahead(const void *p) {
+[[gnu::always_inline]] inline void prefetch_ahead(const void *p) {
   if constexpr (Pol::kPrefetch) {
     const char *ahead = static_cast<const char *>(p) + kPrefetchAhead;
     for (int64_t off = 0; off < kBytes; off += 64)
       __builtin_prefetch(ahead + off, 0, static_cast<int>(kTo));
   }
+}
+// scale_dot's read of X, one row after another in the order the caller visits them: rows of
+// different experts, far apart in memory, so each row starts a new stream the hardware
+// prefetcher has not seen. Prefetched at two distances, into L2 far ahead and into L1 near,
+// and across the end of the row into the row the caller names next, so that row's first
+// lines are on their way before it starts (docs/cpu-performance.md, experiment 15).
+inline constexpr int64_t kRowStreamAheadL2 = 8192;
+inline constexpr int64_t kRowStreamAheadL1 = 1024;
+// Every 64-byte line of the kBytes at offset `off` of `row` (row_bytes long), kAhead bytes
+// ahead, continuing into `next` (nullptr: none) past the row's end. Addresses stay inside the
+// two rows.
+template <class Pol, int64_t kBytes, PrefetchTo kTo, int64_t kAhead>
+[[gnu::always_inline]] inline void prefetch_row_stream(const char *row, const char *next,
+                                                       int64_t row_bytes, int64_t off) {
+  if constexpr (Pol::kPrefetch) {
+    for (int64_t o = off + kAhead; o < off + kAhead + kBytes; o += 64) {
+      if (o < row_bytes)
+        __builtin_prefetch(row + o, 0, static_cast<int>(kTo));
+      else if (next && o - row_bytes < row_bytes)
+        __builtin_prefetch(next + (o - row_bytes), 0, static_cast<int>(kTo));
+    }
+  }
+}
+// Both of scale_dot's distances for the block of kBytes at offset `off`.
+template <class Pol, int64_t kBytes>
+[[gnu::always_inline]] inline void prefetch_x_rows(const void *row, const void *next,
+                                                   int64_t row_bytes, int64_t off) {
+  const auto *r = static_cast<const char *>(row), *nx = static_cast<const char *>(next);
+  prefetch_row_stream<Pol, kBytes, PrefetchTo::l2, kRowStreamAheadL2>(r, nx, row_bytes, off);
+  prefetch_row_stream<Pol, kBytes, PrefetchTo::l1, kRowStreamAheadL1>(r, nx, row_bytes, off);
 }
 // Vectors summed side by side (independent add chains).
 inline constexpr int kUnroll = 4;
@@ -239,8 +274,8 @@ float dot_impl(const void *a_v, const void *b_v, int64_t n) {
 // the rows: the Grad's dX row is written while X's row is read, so the read and the write
 // streams overlap instead of following each other.
 template <class Vec>
-float scale_dot_impl(void *dst_v, const void *g_v, float w, const void *x_v, int64_t n,
-                     bool stream) {
+float scale_dot_impl(void *dst_v, const void *g_v, float w, const void *x_v, const void *x_next,
+                     int64_t n, bool stream) {
   using S = typename Vec::S;
   constexpr int64_t W = Vec::W, kRegs = 32 / W;
   S *dst = static_cast<S *>(dst_v);
@@ -252,7 +287,8 @@ float scale_dot_impl(void *dst_v, const void *g_v, float w, const void *x_v, int
   for (int64_t j = 0; j < kRegs; ++j) part[j] = Vec::zero();
   int64_t h0 = 0;
   for (; h0 + 32 <= n; h0 += 32) {
-    prefetch_ahead<Vec, 32 * sizeof(S), PrefetchTo::l1>(x + h0);
+    prefetch_x_rows<Vec, 32 * sizeof(S)>(x, x_next, n * int64_t{sizeof(S)},
+                                         h0 * int64_t{sizeof(S)});
     static_assert(kRegs % 2 == 0, "stores go in pairs");
     for (int64_t j = 0; j < kRegs; j += 2) {
       const typename Vec::reg g0 = Vec::load(g + h0 + j * W), g1 = Vec::load(g + h0 + (j + 1) * W);

@@ -187,8 +187,8 @@ void scale_row_bf16_pairs(void *dst, const void *src, float w, int64_t n, bool s
 // lanes hold U3's partial sums l = 2Lq + 2i (part[2q]) and its odd lanes l = 2Lq + 2i + 1
 // (part[2q + 1]), each an fma chain over the blocks as U3 defines it.
 template <class P, bool kNanFixup>
-float scale_dot_pairs_impl(void *dst_v, const void *g_v, float w, const void *x_v, int64_t n,
-                           bool stream) {
+float scale_dot_pairs_impl(void *dst_v, const void *g_v, float w, const void *x_v,
+                           const void *x_next, int64_t n, bool stream) {
   using V = typename P::V;
   constexpr int64_t kStep = 2 * P::L, kLoads = 32 / kStep;
   static_assert(32 % kStep == 0, "loads tile U3's 32 partial sums");
@@ -201,7 +201,7 @@ float scale_dot_pairs_impl(void *dst_v, const void *g_v, float w, const void *x_
   for (auto &p : part) p = P::zero();
   int64_t h0 = 0;
   for (; h0 + 32 <= n; h0 += 32) {
-    prefetch_ahead<P, 64, PrefetchTo::l1>(x + h0);
+    prefetch_x_rows<P, 64>(x, x_next, 2 * n, 2 * h0);
     for (int64_t q = 0; q < kLoads; ++q) {
       const typename P::I gv = P::load(g + h0 + kStep * q), xv = P::load(x + h0 + kStep * q);
       const V ge = pair_even<P>(gv), go = pair_odd<P>(gv);
@@ -222,10 +222,10 @@ float scale_dot_pairs_impl(void *dst_v, const void *g_v, float w, const void *x_
 }
 
 template <class P>
-float scale_dot_bf16_pairs(void *dst, const void *g, float w, const void *x, int64_t n,
-                           bool stream) {
+float scale_dot_bf16_pairs(void *dst, const void *g, float w, const void *x, const void *x_next,
+                           int64_t n, bool stream) {
   return (std::isnan(w) ? scale_dot_pairs_impl<P, true>
-                        : scale_dot_pairs_impl<P, false>)(dst, g, w, x, n, stream);
+                        : scale_dot_pairs_impl<P, false>)(dst, g, w, x, x_next, n, stream);
 }
 
 // The bf16 table with the pair kernels where they replace the generic ones.

@@ -191,14 +191,18 @@ inline void write_row(const Plan &p, const Buffers &b, const RowKernels &rk, int
 }
 
 // dX[r] = G[t] * pv and returns dot(X[r], G[t]): one pass when the rows are contiguous.
+// r_next: the row of X this thread reads next, if known (else any value outside X's rows);
+// only prefetched, so it need not have been validated.
 inline float write_row_and_dot(const Plan &p, const Buffers &b, const RowKernels &rk, int64_t r,
-                               int64_t t, float pv) {
+                               int64_t t, float pv, int64_t r_next) {
   const MatrixGeom &dg = p.permuted(), &gg = p.tokens(), &xg = p.saved_permuted();
   if (dg.col_stride == 1 && gg.col_stride == 1 && xg.col_stride == 1) {
     const int64_t es = element_size(p.value_dtype);
+    const void *x_next =
+        r_next >= 0 && r_next < xg.rows ? row_ptr(b.saved_permuted(), xg, r_next, es) : nullptr;
     return typed(rk, p.value_dtype)
         .scale_dot(row_ptr(b.permuted(), dg, r, es), row_ptr(b.tokens(), gg, t, es), pv,
-                   row_ptr(b.saved_permuted(), xg, r, es), p.H, p.stream_stores);
+                   row_ptr(b.saved_permuted(), xg, r, es), x_next, p.H, p.stream_stores);
   }
   write_row(p, b, rk, r, t, true, pv);
   return dot_rows(b.saved_permuted(), xg, r, b.tokens(), gg, t, p.value_dtype, rk);

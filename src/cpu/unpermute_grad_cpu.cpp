@@ -67,9 +67,12 @@ Status unpermute_grad_dropless(const Plan &p, const Buffers &b, std::byte *ws) {
         if (r < 0) continue;
         const int64_t e = k < n_experts ? experts[k] : -1;
         const float pv = e >= 0 ? prob(p, b, t, e) : 0.0f;
+        // The next slot's row (the next token's first, after the last k): prefetched only.
+        const int64_t r_next =
+            t * K + k + 1 < p.T * K ? index_at(b.out_index(), p.out_index(), t * K + k + 1) : -1;
         if (dp && e >= 0)
           store_value(pgt, b.dense_probs_grad(), p.dense_probs_grad().at(t, e),
-                      write_row_and_dot(p, b, rk, r, t, pv));
+                      write_row_and_dot(p, b, rk, r, t, pv, r_next));
         else
           write_row(p, b, rk, r, t, probs, pv);
       }
@@ -96,7 +99,7 @@ Status unpermute_grad_drop_and_pad(const Plan &p, const Buffers &b, std::byte *w
       const int64_t t = I(i), r = O(i);
       const float pv = probs ? prob(p, b, t, r / p.C) : 0.0f;
       if (dp)
-        dots[i] = write_row_and_dot(p, b, rk, r, t, pv);
+        dots[i] = write_row_and_dot(p, b, rk, r, t, pv, i + 1 < p.R ? O(i + 1) : -1);
       else
         write_row(p, b, rk, r, t, probs, pv);
     }
