@@ -129,7 +129,12 @@ ACL_FUNC_VISIBILITY aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMal
   void *p = nullptr;
   if (!mc::fault_fires(MOEPERM_FAULT_ACLRT_MALLOC)) {
     moeperm::detail::Status s = mc::activate_current_device();
-    if (s.ok()) s = device.malloc(&p, size);
+    const bool normal =
+        policy == ACL_MEM_MALLOC_NORMAL_ONLY || policy == ACL_MEM_MALLOC_NORMAL_ONLY_P2P;
+    if (s.ok())
+      s = device.malloc(
+          &p, size,
+          normal ? moeperm::detail::Pages::normal_only : moeperm::detail::Pages::huge_first);
     if (!s.ok())
       return report_acl(ACL_ERROR_BAD_ALLOC,
                         cat("aclrtMalloc: cannot allocate ", size, " bytes: ", s.message));

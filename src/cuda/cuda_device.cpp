@@ -61,7 +61,8 @@ const DeviceOps kCudaDevice{
     .count = cuda::device_count,
     .activate = [](int id) { return cuda::check(cudaSetDevice(id), "cudaSetDevice"); },
     // cudaMalloc aligns to at least 256 bytes.
-    .malloc = [](void **p, size_t n) { return cuda::check(cudaMalloc(p, n), "cudaMalloc"); },
+    // cudaMalloc maps large blocks in 2 MiB pages itself: no choice to pass on.
+    .malloc = [](void **p, size_t n, Pages) { return cuda::check(cudaMalloc(p, n), "cudaMalloc"); },
     .free = [](void *p) { return cuda::check(cudaFree(p), "cudaFree"); },  // waits first
     .memcpy = cuda::memcpy,
     .memset = cuda::memset,

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "core/status.hpp"
 
@@ -20,6 +21,10 @@ enum class CopyKind { host_to_host, host_to_device, device_to_host, device_to_de
 
 // Every function is synchronous unless named otherwise, and ordered after the work already
 // enqueued on the device's native streams (which is what aclrtMemcpy promises).
+// Page size preference of an allocation (aclrtMemMallocPolicy without P2P): huge pages where
+// the device can give them (HUGE_FIRST, HUGE_ONLY), or its normal pages (NORMAL_ONLY).
+enum class Pages : uint8_t { huge_first, normal_only };
+
 struct DeviceOps {
   const char *name;    // MOEPERM_DEVICE's value for this device ("cpu", ...)
   const char *noun;    // what its memory and streams belong to, in messages ("the GPU", ...)
@@ -31,8 +36,9 @@ struct DeviceOps {
   // Makes device `id` current on the calling thread (a GPU runtime's current device is per
   // thread; aclrtSetDevice's choice is process-wide).
   Status (*activate)(int id);
-  // Memory aligned to at least 256 bytes (the host device: kDeviceAlignment).
-  Status (*malloc)(void **ptr, size_t bytes);
+  // Memory aligned to at least 256 bytes (the host device: kDeviceAlignment). `pages`:
+  // aclrtMalloc's policy, where the device has a choice (the host device: Note [Huge pages]).
+  Status (*malloc)(void **ptr, size_t bytes, Pages pages);
   Status (*free)(void *ptr);  // waits for the device's work first
   Status (*memcpy)(void *dst, const void *src, size_t bytes, CopyKind kind);
   Status (*memset)(void *ptr, int value, size_t bytes);
