@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
 #include "fp_reference.hpp"
 
@@ -198,6 +199,14 @@ void fill_indices(Operand &op, Reader &r, bool dp, int64_t T, int64_t R) {
     const auto v32 = static_cast<int32_t>(static_cast<uint32_t>(v));
     std::memcpy(&s[i], &v32, 4);
   }
+}
+
+std::vector<int32_t> input_permutation(Reader &r, int64_t n) {
+  std::vector<int32_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  for (int64_t i = n - 1; i > 0; --i)
+    std::swap(order[static_cast<size_t>(i)], order[(r.data() | r.data() << 8) % (i + 1)]);
+  return order;
 }
 
 }  // namespace moeperm::fuzz

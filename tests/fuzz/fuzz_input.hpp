@@ -165,5 +165,7 @@ void fill_floats(Operand &op, Reader &r, bool raw);
 void fill_map(Operand &op, Reader &r);
 // sortedIndices: mostly inside the range of the mode, sometimes garbage past its edges.
 void fill_indices(Operand &op, Reader &r, bool dp, int64_t T, int64_t R);
+// 0 .. n-1 in an order the input chooses (Fisher-Yates, two bytes per swap): a permutation.
+std::vector<int32_t> input_permutation(Reader &r, int64_t n);
 
 }  // namespace moeperm::fuzz

@@ -12,7 +12,6 @@
 #include <moeperm/moeperm.hpp>
 
 #include <algorithm>
-#include <numeric>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -55,10 +54,7 @@ void fill_split_sizes(Operand &op, Reader &r, int64_t T, int64_t S, bool arbitra
 void fill_chunk_order(Operand &op, Reader &r, int64_t S, bool arbitrary) {
   if (!op.present || !op.runnable || op.host.desc.shape.size() != 1) return;
   if (arbitrary || S <= 0 || S > kMaxChunks) return fill_indices(op, r, true, S, S);
-  std::vector<int32_t> order(static_cast<size_t>(S));
-  std::iota(order.begin(), order.end(), 0);
-  for (int64_t i = S - 1; i > 0; --i)
-    std::swap(order[static_cast<size_t>(i)], order[(r.data() | r.data() << 8) % (i + 1)]);
+  std::vector<int32_t> order = input_permutation(r, S);
   maybe_change_one(order, r, S);
   write_int32s(op, order);
 }

@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <numeric>
 #include <optional>
 #include <vector>
 
@@ -28,10 +27,7 @@ void fill_row_permutation(Operand &op, Reader &r, bool dp) {
   if (!op.present || !op.runnable || op.host.desc.shape.size() != 1) return;
   const int64_t n = op.host.desc.shape[0];
   if (n <= 0 || n > (int64_t{1} << 24)) return;
-  std::vector<int32_t> rows(static_cast<size_t>(n));
-  std::iota(rows.begin(), rows.end(), 0);
-  for (int64_t i = n - 1; i > 0; --i)
-    std::swap(rows[static_cast<size_t>(i)], rows[(r.data() | r.data() << 8) % (i + 1)]);
+  const std::vector<int32_t> rows = input_permutation(r, n);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t at = op.host.at(i);
     if (at < 0 || (at + 1) * 4 > static_cast<int64_t>(op.host.storage.size())) return;
