@@ -45,6 +45,7 @@ struct Options {
   int max_threads = 0;              // 0: moeperm::get_num_threads()
   std::vector<std::string> suites;  // empty: named, sweep, threads
   std::string device = "cpu";       // cpu, or cuda (the CUDA backend, timed with CUDA events)
+  bool huge_pages = false;          // advise huge pages for every buffer (problem_model.hpp)
 };
 
 struct OpResult {

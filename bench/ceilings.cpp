@@ -6,6 +6,8 @@
 #include <cstring>
 #include <new>
 
+#include "problem_model.hpp"
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -17,6 +19,8 @@ constexpr std::align_val_t kArenaAlign{64};
 
 std::byte *allocate(size_t bytes) {
   auto *p = static_cast<std::byte *>(::operator new(std::max<size_t>(bytes, 64), kArenaAlign));
+  // The same pages as the operators' buffers (--huge-pages), so the ratios compare like with like.
+  problem_model::advise_huge_pages_within(p, bytes);
   std::memset(p, 1, std::max<size_t>(bytes, 64));  // touched once, so no run pays page faults
   return p;
 }

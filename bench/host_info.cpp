@@ -2,6 +2,8 @@
 
 #include <moeperm/moeperm.hpp>
 
+#include "problem_model.hpp"
+
 #include <fstream>
 #include <thread>
 
@@ -69,6 +71,11 @@ HostInfo host_info() {
     if (level == "3" && type != "Instruction") h.l3_bytes = bytes;
   }
   h.cpu_variant = cpu_variant();
+  const std::string thp = first_line("/sys/kernel/mm/transparent_hugepage/enabled");
+  const size_t open = thp.find('['), close = thp.find(']');
+  if (open != std::string::npos && close != std::string::npos && close > open)
+    h.thp_mode = thp.substr(open + 1, close - open - 1);
+  h.huge_page_advice = problem_model::huge_page_advice();
   return h;
 }
 
@@ -76,7 +83,10 @@ std::string describe(const HostInfo &h) {
   return (h.cpu_model.empty() ? std::string("unknown CPU") : h.cpu_model) + ", " +
          std::to_string(h.hardware_threads) + " hardware threads, L1d " + size_text(h.l1d_bytes) +
          ", L2 " + size_text(h.l2_bytes) + ", L3 " + size_text(h.l3_bytes) +
-         " (cpu0's); CPU kernels: " + h.cpu_variant;
+         " (cpu0's); CPU kernels: " + h.cpu_variant +
+         "; transparent huge pages: " + (h.thp_mode.empty() ? std::string("none") : h.thp_mode) +
+         (h.huge_page_advice ? ", advised for the buffers (--huge-pages)"
+                             : ", not advised for the buffers");
 }
 
 void write_json(std::ostream &out, const HostInfo &h) {
@@ -85,7 +95,9 @@ void write_json(std::ostream &out, const HostInfo &h) {
     if (c != '"' && c != '\\' && static_cast<unsigned char>(c) >= 0x20) model += c;
   out << "{\"cpu\": \"" << model << "\", \"hardware_threads\": " << h.hardware_threads
       << ", \"l1d_bytes\": " << h.l1d_bytes << ", \"l2_bytes\": " << h.l2_bytes
-      << ", \"l3_bytes\": " << h.l3_bytes << ", \"cpu_variant\": \"" << h.cpu_variant << "\"}";
+      << ", \"l3_bytes\": " << h.l3_bytes << ", \"cpu_variant\": \"" << h.cpu_variant
+      << "\", \"thp_mode\": \"" << h.thp_mode
+      << "\", \"huge_pages\": " << (h.huge_page_advice ? "true" : "false") << "}";
 }
 
 }  // namespace moeperm::bench

@@ -1,6 +1,7 @@
 // What `moeperm bench` says about the machine it measured, so that tables from different
 // hosts can be told apart (issue 15): the CPU model, its caches as cpu0 sees them, the
-// hardware threads, and the CPU backend's kernel variant (the instruction set it chose).
+// hardware threads, the CPU backend's kernel variant (the instruction set it chose), and the
+// pages its buffers had.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,11 @@ struct HostInfo {
   int64_t l1d_bytes = 0, l2_bytes = 0, l3_bytes = 0;
   unsigned hardware_threads = 0;
   std::string cpu_variant;  // the CPU backend's choice at plan time (MOEPERM_CPU_ISA forces one)
+  // The kernel's transparent-huge-page mode (the bracketed word of sysfs's
+  // transparent_hugepage/enabled: always, madvise or never; "" where absent), and whether the
+  // bench advised huge pages for its buffers (--huge-pages).
+  std::string thp_mode;
+  bool huge_page_advice = false;
 };
 
 HostInfo host_info();

@@ -16,6 +16,17 @@
 
 namespace moeperm::problem_model {
 
+// Transparent huge pages for Storage and the bench's other buffers: off by default (what
+// malloc, NumPy and PyTorch give unless told otherwise); `moeperm bench --huge-pages` turns
+// the advice on, as aclrtMalloc gives it (Note [Huge pages], docs/cpu-performance.md
+// experiment 16). Set it before allocating: it applies to blocks allocated afterwards.
+void set_huge_page_advice(bool on);
+bool huge_page_advice();
+// With the advice on and n >= 4 MiB: madvise(MADV_HUGEPAGE) over the 2 MiB-aligned part of
+// [p, p + n) (where the kernel's THP mode allows it; nothing otherwise). The block's own
+// alignment stays as it was, so turning the advice on changes the pages and nothing else.
+void advise_huge_pages_within(void *p, size_t n);
+
 // Storage aligned as PyTorch's CPU allocator and CANN's device allocator align theirs (64
 // bytes and more), not as malloc does (16): the kernels' non-temporal stores write whole
 // cache lines only where rows start on one, so a 16-byte-aligned buffer measures a
@@ -28,7 +39,11 @@ struct CacheLineAllocator {
   CacheLineAllocator() = default;
   template <class U>
   CacheLineAllocator(const CacheLineAllocator<U> &) noexcept {}
-  T *allocate(size_t n) { return static_cast<T *>(::operator new(n * sizeof(T), kAlign)); }
+  T *allocate(size_t n) {
+    T *p = static_cast<T *>(::operator new(n * sizeof(T), kAlign));
+    advise_huge_pages_within(p, n * sizeof(T));
+    return p;
+  }
   void deallocate(T *p, size_t) noexcept { ::operator delete(p, kAlign); }
   friend bool operator==(CacheLineAllocator, CacheLineAllocator) { return true; }
 };

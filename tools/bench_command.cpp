@@ -22,6 +22,7 @@ int bench_command(std::span<const std::string_view> args) {
     std::fputs(kBenchHelp, stdout);
     return kExitOk;
   }
+  problem_model::set_huge_page_advice(o.bench.huge_pages);  // before any buffer exists
   std::vector<bench::CaseResult> results;
   try {
     for (const bench::Case &c : bench::standard_cases(o.bench)) {

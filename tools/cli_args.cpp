@@ -246,6 +246,9 @@ BenchCommandOptions parse_bench_args(std::span<const std::string_view> args) {
       o.bench.max_threads = parse_integer<int>(f, c.value(), 1, 1024);
     } else if (f == "--json") {
       o.json_path = std::string(c.value());
+    } else if (f == "--huge-pages") {
+      c.no_value();
+      o.bench.huge_pages = true;
     } else if (f == "--device") {
       const std::string_view v = c.value();
       if (v != "cpu" && v != "cuda")

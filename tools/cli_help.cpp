@@ -114,8 +114,9 @@ writes more slowly than it reads, write-heavy operators sit above the memcpy rat
 near this one (docs/cpu-performance.md). The named cases also time each operator planned
 per call as a CANN program calls it (plan + workspace + run; "plan/call", against the plan
 built once) and the single-threaded reference kernels. The output starts with the host: CPU
-model, hardware threads, caches (cpu0's, from sysfs) and the CPU kernels' instruction set
-(`--json` records the same under "host"), so tables from different hosts can be told apart.
+model, hardware threads, caches (cpu0's, from sysfs), the CPU kernels' instruction set and
+the pages of the buffers (`--json` records the same under "host"), so tables from different
+hosts can be told apart.
 
 suites (default: all three):
   named    deepseek     T=4096 H=7168 E=256 K=8 bf16 drop-less, with probs
@@ -143,6 +144,9 @@ flags:
                        in the same run, and every operator's outputs are compared bit
                        for bit with the CPU backend's once (the last column); no threads
                        or isa suite
+  --huge-pages         advise transparent huge pages for every buffer of 4 MiB and more
+                       (the operators' and the memcpy's), as aclrtMalloc does; default:
+                       the pages malloc gives, as for NumPy or PyTorch tensors
   --json FILE          also write every figure as JSON to FILE (- for stdout)
   -h, --help           print this help
 
