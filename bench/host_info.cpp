@@ -71,10 +71,7 @@ HostInfo host_info() {
     if (level == "3" && type != "Instruction") h.l3_bytes = bytes;
   }
   h.cpu_variant = cpu_variant();
-  const std::string thp = first_line("/sys/kernel/mm/transparent_hugepage/enabled");
-  const size_t open = thp.find('['), close = thp.find(']');
-  if (open != std::string::npos && close != std::string::npos && close > open)
-    h.thp_mode = thp.substr(open + 1, close - open - 1);
+  h.thp_mode = problem_model::thp_mode();
   h.huge_page_advice = problem_model::huge_page_advice();
   return h;
 }

@@ -1,6 +1,8 @@
 // Huge-page advice for the problem model's buffers (problem_model.hpp).
 #include <atomic>
 #include <cstdint>
+#include <fstream>
+#include <string>
 
 #include "problem_model.hpp"
 
@@ -22,6 +24,16 @@ constexpr size_t kMinBytes = size_t{4} << 20;
 void set_huge_page_advice(bool on) { g_advice.store(on, std::memory_order_relaxed); }
 
 bool huge_page_advice() { return g_advice.load(std::memory_order_relaxed); }
+
+std::string thp_mode() {
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string line;
+  std::getline(in, line);
+  const size_t open = line.find('['), close = line.find(']');
+  return open != std::string::npos && close != std::string::npos && close > open
+             ? line.substr(open + 1, close - open - 1)
+             : "";
+}
 
 void advise_huge_pages_within(void *p, size_t n) {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)

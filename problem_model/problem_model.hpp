@@ -12,6 +12,7 @@
 #include <new>
 #include <optional>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace moeperm::problem_model {
@@ -22,6 +23,9 @@ namespace moeperm::problem_model {
 // experiment 16). Set it before allocating: it applies to blocks allocated afterwards.
 void set_huge_page_advice(bool on);
 bool huge_page_advice();
+// The kernel's transparent-huge-page mode: the bracketed word of
+// /sys/kernel/mm/transparent_hugepage/enabled (always, madvise or never), "" where absent.
+std::string thp_mode();
 // With the advice on and n >= 4 MiB: madvise(MADV_HUGEPAGE) over the 2 MiB-aligned part of
 // [p, p + n) (where the kernel's THP mode allows it; nothing otherwise). The block's own
 // alignment stays as it was, so turning the advice on changes the pages and nothing else.

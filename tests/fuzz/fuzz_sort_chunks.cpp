@@ -62,28 +62,28 @@ void fill_chunk_order(Operand &op, Reader &r, int64_t S, bool arbitrary) {
 using Ops = std::vector<Operand>;
 using Ptrs = std::vector<void *>;
 
+// The chunk sort and its Grad take the same six operands in the same order (rows, split
+// sizes, order, probs?, output rows, output probs?): only the types and the output fields'
+// names differ.
+template <class Desc, class Data, auto kRowsOut, auto kProbsOut>
+CxxOp chunk_sort_op(Plan (*plan)(const Desc &, const PlanOptions &)) {
+  return cxx_op<Desc>(
+      [](const Ops &o) {
+        return Desc{o[0].host.desc, o[1].host.desc, o[2].host.desc,
+                    opt_desc(o, 3), o[4].host.desc, opt_desc(o, 5)};
+      },
+      plan, [](const Ptrs &d) { return Data{d[0], d[1], d[2], d[3], d[4], d[5]}; },
+      [](size_t n, const Desc &d) {
+        return shapes_at(n, {{4, d.*kRowsOut}, {5, d.*kProbsOut}});
+      });
+}
+
 CxxOp sort_chunks_op(bool grad) {
   if (!grad)
-    return cxx_op<SortChunksDesc>(
-        [](const Ops &o) {
-          return SortChunksDesc{o[0].host.desc, o[1].host.desc, o[2].host.desc,
-                                opt_desc(o, 3), o[4].host.desc, opt_desc(o, 5)};
-        },
-        plan_sort_chunks,
-        [](const Ptrs &d) { return SortChunksData{d[0], d[1], d[2], d[3], d[4], d[5]}; },
-        [](size_t n, const SortChunksDesc &d) {
-          return shapes_at(n, {{4, d.sorted_tokens}, {5, d.sorted_probs}});
-        });
-  return cxx_op<SortChunksGradDesc>(
-      [](const Ops &o) {
-        return SortChunksGradDesc{o[0].host.desc, o[1].host.desc, o[2].host.desc,
-                                  opt_desc(o, 3), o[4].host.desc, opt_desc(o, 5)};
-      },
-      plan_sort_chunks_grad,
-      [](const Ptrs &d) { return SortChunksGradData{d[0], d[1], d[2], d[3], d[4], d[5]}; },
-      [](size_t n, const SortChunksGradDesc &d) {
-        return shapes_at(n, {{4, d.tokens_grad}, {5, d.probs_grad}});
-      });
+    return chunk_sort_op<SortChunksDesc, SortChunksData, &SortChunksDesc::sorted_tokens,
+                         &SortChunksDesc::sorted_probs>(plan_sort_chunks);
+  return chunk_sort_op<SortChunksGradDesc, SortChunksGradData, &SortChunksGradDesc::tokens_grad,
+                       &SortChunksGradDesc::probs_grad>(plan_sort_chunks_grad);
 }
 
 }  // namespace

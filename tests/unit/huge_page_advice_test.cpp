@@ -13,16 +13,6 @@
 namespace moeperm::problem_model {
 namespace {
 
-std::string thp_mode() {
-  std::ifstream in("/sys/kernel/mm/transparent_hugepage/enabled");
-  std::string line;
-  std::getline(in, line);
-  const size_t open = line.find('['), close = line.find(']');
-  return open == std::string::npos || close == std::string::npos
-             ? ""
-             : line.substr(open + 1, close - open - 1);
-}
-
 // THPeligible of the mapping that holds `address`: 0 or 1, -1 where smaps does not say.
 int thp_eligible(uintptr_t address) {
   std::ifstream in("/proc/self/smaps");
