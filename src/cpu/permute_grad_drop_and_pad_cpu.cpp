@@ -17,15 +17,14 @@ namespace {
 
 void sum_tokens(const Plan &p, const Buffers &b, const int64_t *offsets, const int64_t *slots) {
   const RowKernels &rk = kernels_of(p);
+  // Blocks balanced by slots: drop-and-pad favours low token ids (Note [Token blocks]).
+  const TokenBlocks blocks(p.T, offsets);
 #pragma omp parallel num_threads(num_threads())
   {
-    // Dynamic: tokens own very different numbers of slots (drop-and-pad favours low ids,
-    // ragged routing skips -1); ownership, hence the bits, does not depend on the schedule.
-#pragma omp for schedule(dynamic, 16)
-    for (int64_t t = 0; t < p.T; ++t) {
+    for_each_token(blocks, [&](int64_t t) {
       const int64_t *mine = slots + offsets[t];
       sum_rows_into(p, b, rk, t, offsets[t + 1] - offsets[t], [&](int64_t i) { return mine[i]; });
-    }
+    });
     rk.store_fence();
   }
 }

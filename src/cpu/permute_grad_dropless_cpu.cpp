@@ -20,20 +20,18 @@ namespace {
 void sum_tokens(const Plan &p, const Buffers &b) {
   const RowKernels &rk = kernels_of(p);
   const int64_t K = p.K;
+  const TokenBlocks blocks(p.T, K);  // K slots per token (-1 slots are few: Note [Token blocks])
 #pragma omp parallel num_threads(num_threads())
   {
     int64_t rows[kMaxTopK];  // token t's valid slots, ascending k
-    // Dynamic: tokens own very different numbers of slots (drop-and-pad favours low ids,
-    // ragged routing skips -1); ownership, hence the bits, does not depend on the schedule.
-#pragma omp for schedule(dynamic, 16)
-    for (int64_t t = 0; t < p.T; ++t) {
+    for_each_token(blocks, [&](int64_t t) {
       int64_t count = 0;
       for (int64_t k = 0; k < K; ++k) {
         const int64_t s = *elem<int32_t>(b.sorted_indices(), p.sorted_indices().at(t * K + k));
         if (s >= 0) rows[count++] = s;
       }
       sum_rows_into(p, b, rk, t, count, [&](int64_t i) { return rows[i]; });
-    }
+    });
     rk.store_fence();
   }
 }

@@ -16,14 +16,14 @@ Status ragged_permute_grad(const Plan &p, const Buffers &b, std::byte *ws) {
   MOEPERM_TRY(group_rows_by_token(p, b, ws, probs, &g));
   const RowKernels &rk = kernels_of(p);
   const int64_t pes = element_size(p.probs_dtype);
+  const TokenBlocks blocks(p.T, g.offsets);  // tokens own uneven numbers of rows
 #pragma omp parallel num_threads(num_threads())
   {
-#pragma omp for schedule(dynamic, 16)
-    for (int64_t t = 0; t < p.T; ++t) {
+    for_each_token(blocks, [&](int64_t t) {
       const int64_t *mine = g.rows + g.offsets[t];
       const int64_t count = g.offsets[t + 1] - g.offsets[t];
       sum_rows_into(p, b, rk, t, count, [&](int64_t c) { return mine[c]; });
-      if (!probs) continue;
+      if (!probs) return;
       zero_row(b.dense_probs_grad(), p.dense_probs_grad(), t, pes);
       for (int64_t c = 0; c < count;) {
         // One search per (token, expert) run, not per row (it was 10% of the operator).
@@ -34,7 +34,7 @@ Status ragged_permute_grad(const Plan &p, const Buffers &b, std::byte *ws) {
                             p.permuted_probs().at(mine[c]));
         store_value(p.probs_dtype, b.dense_probs_grad(), p.dense_probs_grad().at(t, e), acc);
       }
-    }
+    });
     rk.store_fence();
   }
   return Status::success();

@@ -17,12 +17,10 @@ Status ragged_unpermute(const Plan &p, const Buffers &b, std::byte *ws) {
   float *weights = probs ? p.workspace.at<float>(ws, p.ws_slot[kSlotSlotValues]) : nullptr;
   const DType pt = probs ? p.dtype(Role::dense_probs) : DType::f32;
   const RowKernels &rk = kernels_of(p);
+  const TokenBlocks blocks(p.T, g.offsets);  // tokens own uneven numbers of rows
 #pragma omp parallel num_threads(num_threads())
   {
-    // Dynamic: tokens own uneven numbers of rows; ownership, hence the bits, does not
-    // depend on the schedule.
-#pragma omp for schedule(dynamic, 16)
-    for (int64_t t = 0; t < p.T; ++t) {
+    for_each_token(blocks, [&](int64_t t) {
       const int64_t *mine = g.rows + g.offsets[t];
       const int64_t count = g.offsets[t + 1] - g.offsets[t];
       float *w = probs ? weights + g.offsets[t] : nullptr;
@@ -35,7 +33,7 @@ Status ragged_unpermute(const Plan &p, const Buffers &b, std::byte *ws) {
       sum_rows_into(
           p, b, rk, t, count, [&](int64_t c) { return mine[c]; },
           probs ? SumWeights{.w = w} : SumWeights{});
-    }
+    });
     rk.store_fence();
   }
   return Status::success();

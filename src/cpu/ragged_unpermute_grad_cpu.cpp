@@ -18,10 +18,10 @@ Status ragged_unpermute_grad(const Plan &p, const Buffers &b, std::byte *ws) {
   const DType pt = probs ? p.dtype(Role::dense_probs) : DType::f32;
   const DType gt = dp ? p.dtype(Role::dense_probs_grad) : DType::f32;
   const int64_t es = element_size(p.value_dtype);
+  const TokenBlocks blocks(p.T, g.offsets);  // tokens own uneven numbers of rows
 #pragma omp parallel num_threads(num_threads())
   {
-#pragma omp for schedule(dynamic, 16)
-    for (int64_t t = 0; t < p.T; ++t) {
+    for_each_token(blocks, [&](int64_t t) {
       const int64_t *mine = g.rows + g.offsets[t];
       const int64_t count = g.offsets[t + 1] - g.offsets[t];
       if (dp) zero_row(b.dense_probs_grad(), p.dense_probs_grad(), t, element_size(gt));
@@ -42,7 +42,7 @@ Status ragged_unpermute_grad(const Plan &p, const Buffers &b, std::byte *ws) {
         }
         if (dp) store_value(gt, b.dense_probs_grad(), p.dense_probs_grad().at(t, e), acc);
       }
-    }
+    });
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < p.R; ++r)
       if (*elem<int32_t>(b.sorted_indices(), p.sorted_indices().at(r)) < 0)

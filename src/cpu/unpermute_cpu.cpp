@@ -48,15 +48,13 @@ Status unpermute_dropless(const Plan &p, const Buffers &b, std::byte *) {
   const bool probs = p.has(Role::dense_probs);
   const DType pt = probs ? p.dtype(Role::dense_probs) : DType::f32;
   const RowKernels &rk = kernels_of(p);
-  const int64_t K = p.K;  // <= kMaxTopK: U4 forward rule 4 (the planner's limit)
+  const int64_t K = p.K;             // <= kMaxTopK: U4 forward rule 4 (the planner's limit)
+  const TokenBlocks blocks(p.T, K);  // K slots per token (-1 slots are few: Note [Token blocks])
 #pragma omp parallel num_threads(num_threads())
   {
     int64_t rows[kMaxTopK], experts[kMaxTopK];
     float weights[kMaxTopK];
-    // Dynamic: -1 slots and zero probs make tokens' work uneven; ownership, hence the
-    // bits, does not depend on the schedule.
-#pragma omp for schedule(dynamic, 16)
-    for (int64_t t = 0; t < p.T; ++t) {
+    for_each_token(blocks, [&](int64_t t) {
       const int64_t n_experts = probs ? experts_of(p, b.routing_map(), t, experts, K) : 0;
       int64_t count = 0;
       for (int64_t k = 0; k < K; ++k) {
@@ -73,7 +71,7 @@ Status unpermute_dropless(const Plan &p, const Buffers &b, std::byte *) {
       sum_rows_into(
           p, b, rk, t, count, [&](int64_t c) { return rows[c]; },
           probs ? SumWeights{.w = weights} : SumWeights{});
-    }
+    });
     rk.store_fence();
   }
   return Status::success();
@@ -93,10 +91,11 @@ Status unpermute_drop_and_pad(const Plan &p, const Buffers &b, std::byte *ws) {
   // Y_j rounds to the token dtype when P has it (CANN multiplies in that dtype).
   const bool round_products = probs && pt == p.value_dtype;
   const RowKernels &rk = kernels_of(p);
+  // Blocks balanced by slots: drop-and-pad favours low token ids (Note [Token blocks]).
+  const TokenBlocks blocks(p.T, offsets);
 #pragma omp parallel num_threads(num_threads())
   {
-#pragma omp for schedule(dynamic, 16)
-    for (int64_t t = 0; t < p.T; ++t) {
+    for_each_token(blocks, [&](int64_t t) {
       const int64_t *mine = slots + offsets[t];
       const int64_t count = offsets[t + 1] - offsets[t];
       float *w = weights + offsets[t];
@@ -108,7 +107,7 @@ Status unpermute_drop_and_pad(const Plan &p, const Buffers &b, std::byte *ws) {
       sum_rows_into(
           p, b, rk, t, count, [&](int64_t c) { return mine[c]; },
           probs ? SumWeights{.w = w, .round_products = round_products} : SumWeights{});
-    }
+    });
     rk.store_fence();
   }
   if (p.has(Role::permuted_probs)) {

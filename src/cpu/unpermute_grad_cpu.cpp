@@ -54,12 +54,12 @@ Status unpermute_grad_dropless(const Plan &p, const Buffers &b, std::byte *ws) {
   const bool probs = p.has(Role::dense_probs), dp = p.probs == ProbsWork::compute;
   const DType pgt = dp ? p.dtype(Role::dense_probs_grad) : DType::f32;
   const RowKernels &rk = kernels_of(p);
-  const int64_t K = p.K;  // with P, <= kMaxTopK (U4 Grad rule 3, the planner's limit)
+  const int64_t K = p.K;             // with P, <= kMaxTopK (U4 Grad rule 3, the planner's limit)
+  const TokenBlocks blocks(p.T, K);  // K slots per token (-1 slots are few: Note [Token blocks])
 #pragma omp parallel num_threads(num_threads())
   {
     int64_t experts[kMaxTopK];
-#pragma omp for schedule(dynamic, 16)
-    for (int64_t t = 0; t < p.T; ++t) {
+    for_each_token(blocks, [&](int64_t t) {
       const int64_t n_experts = probs ? experts_of(p, b.routing_map(), t, experts, K) : 0;
       if (dp) zero_row(b.dense_probs_grad(), p.dense_probs_grad(), t, element_size(pgt));
       for (int64_t k = 0; k < K; ++k) {
@@ -76,7 +76,7 @@ Status unpermute_grad_dropless(const Plan &p, const Buffers &b, std::byte *ws) {
         else
           write_row(p, b, rk, r, t, probs, pv);
       }
-    }
+    });
     rk.store_fence();
   }
   zero_unnamed_rows(p, b, first_named);
