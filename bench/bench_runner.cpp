@@ -63,13 +63,21 @@ CaseResult run_case(const Case &c, const Options &o) {
       ceilings.memcpy_ms(t.op.result->bytes, c.threads);
       ceilings.traffic_ms(t.op.traffic, c.threads);
     }
-  // Interleaved, so that each operator and its ceiling see the same machine state.
-  for (int i = 0; i < o.runs; ++i)
+  // Interleaved, so that each operator and its ceiling see the same machine state. With
+  // plan_per_call, passes alternate between the plan built once and the plan per call, so
+  // that both follow the same thing (the previous operator's ceilings). Timed one right after
+  // the other, the second found caches the first had left, or the ceilings' in the other
+  // order: the plan/call column read -13% to +22% for a first phase of 1-2 us
+  // (docs/cpu-performance.md, experiment 6).
+  const int passes = c.plan_per_call ? 2 : 1;
+  for (int i = 0; i < o.runs * passes; ++i)
     for (Timed &t : ops) {
-      t.op_ms.push_back(time_ms([&] { t.run(); }));
+      if (c.plan_per_call && i % 2 == 1)
+        t.per_call_ms.push_back(time_ms([&] { t.run_planned_per_call(); }));
+      else
+        t.op_ms.push_back(time_ms([&] { t.run(); }));
       t.copy_ms.push_back(ceilings.memcpy_ms(t.op.result->bytes, c.threads));
       t.traffic_ms.push_back(ceilings.traffic_ms(t.op.traffic, c.threads));
-      if (c.plan_per_call) t.per_call_ms.push_back(time_ms([&] { t.run_planned_per_call(); }));
     }
   for (Timed &t : ops) {
     finish(*t.op.result, t.op_ms, t.copy_ms);
