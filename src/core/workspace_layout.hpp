@@ -27,9 +27,18 @@ class WorkspaceLayout {
     }
     const int id = count_++;
     slots_[static_cast<size_t>(id)] = Slot{name, total_, bytes};
+    // A total past 2^63 bytes cannot be allocated; reporting it wrapped would hand the
+    // kernels a workspace smaller than the slots they index (too_large() makes it an error).
+    constexpr uint64_t kLimit = uint64_t{1} << 63;
+    if (bytes > kLimit || total_ + (bytes + kAlignment - 1) / kAlignment * kAlignment > kLimit) {
+      if (!too_large_) too_large_ = name;
+      return id;
+    }
     total_ += (bytes + kAlignment - 1) / kAlignment * kAlignment;
     return id;
   }
+  // The first slot that made the total pass 2^63 bytes (null when none did).
+  const char *too_large() const { return too_large_; }
   uint64_t total() const { return total_; }
   int count() const { return count_; }
   // The first slot that did not fit (null when every slot fit).
@@ -57,6 +66,7 @@ class WorkspaceLayout {
   int count_ = 0;
   uint64_t total_ = 0;
   const char *overflow_ = nullptr;
+  const char *too_large_ = nullptr;
 };
 
 // A backend's slot ids by its own slot enum (Plan::ws_slot); kNoSlot where it laid out none.

@@ -3,6 +3,7 @@
 // chunks j = 0 .. S-1 and move each row between its place among the sorted chunks and its
 // place in input chunk sorted_index[j]: forward from the input's place to the sorted one,
 // backward back again.
+#include <unordered_map>
 #include <vector>
 
 #include "core/messages.hpp"
@@ -18,27 +19,27 @@ int64_t value_at(const void *base, const VectorGeom &g, int64_t i) {
   return *elem<int32_t>(base, g.at(i));
 }
 
-// split_sizes: each >= 0, summing to T; sorted_index: in [0, S), no chunk twice. Fills
-// `start` with each input chunk's first row.
-Status check_chunks(const Plan &p, const Buffers &b, std::vector<int64_t> *start) {
+// split_sizes: each >= 0, summing to T; sorted_index: in [0, S), no chunk twice. Allocates
+// in proportion to the chunks it has read before a repeat, not to S: an input view may
+// repeat one element (stride 0), so S can be 2^31 in a few bytes of memory, and the data
+// rules must still fail with the first repeat's message and not run out of memory.
+Status check_chunks(const Plan &p, const Buffers &b) {
   int64_t sum = 0;
   for (int64_t c = 0; c < p.S; ++c) {
     const int64_t n = value_at(b.split_sizes(), p.split_sizes(), c);
     if (n < 0) return bad_split_size(p, 0, c, n);
-    start->push_back(sum);
     sum += n;
   }
   if (sum != p.T) return split_sizes_total(p, 0, sum, p.T);
-  std::vector<int64_t> first(static_cast<size_t>(p.S), -1);
   for (int64_t j = 0; j < p.S; ++j) {
     const int64_t c = value_at(b.chunk_order(), p.chunk_order(), j);
     if (c < 0 || c >= p.S) return bad_index(p, 0, j, c);
   }
+  std::unordered_map<int64_t, int64_t> first;  // chunk -> the first j that names it
   for (int64_t j = 0; j < p.S; ++j) {
     const int64_t c = value_at(b.chunk_order(), p.chunk_order(), j);
-    if (first[static_cast<size_t>(c)] >= 0)
-      return repeated_index(p, 0, j, c, first[static_cast<size_t>(c)]);
-    first[static_cast<size_t>(c)] = j;
+    const auto [at, fresh] = first.try_emplace(c, j);
+    if (!fresh) return repeated_index(p, 0, j, c, at->second);
   }
   return Status::success();
 }
@@ -68,8 +69,13 @@ void move_row(const Plan &p, const Buffers &b, int64_t sorted, int64_t original)
 }  // namespace
 
 Status sort_chunks(const Plan &p, const Buffers &b) {
-  std::vector<int64_t> start;
-  MOEPERM_TRY(check_chunks(p, b, &start));
+  MOEPERM_TRY(check_chunks(p, b));
+  // sorted_index is a permutation of the S chunks: S distinct elements in memory.
+  std::vector<int64_t> start(static_cast<size_t>(p.S));
+  for (int64_t c = 0, sum = 0; c < p.S; ++c) {
+    start[static_cast<size_t>(c)] = sum;
+    sum += value_at(b.split_sizes(), p.split_sizes(), c);
+  }
   int64_t sorted = 0;
   for (int64_t j = 0; j < p.S; ++j) {
     const int64_t c = value_at(b.chunk_order(), p.chunk_order(), j);

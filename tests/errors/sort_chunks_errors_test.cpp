@@ -19,6 +19,13 @@ constexpr int64_t T = 7, H = 3, S = 4;
 
 TensorDesc desc(DType dt, std::vector<int64_t> shape) { return TensorDesc::contiguous(dt, shape); }
 
+// n int32 values that are all one element of memory (stride 0).
+TensorDesc repeated(int64_t n) {
+  TensorDesc d = desc(DType::i32, {n});
+  d.strides = {0};
+  return d;
+}
+
 SortChunksDesc valid() {
   return {.tokens = desc(DType::bf16, {T, H}),
           .split_sizes = desc(DType::i32, {S}),
@@ -93,6 +100,51 @@ TEST(SortChunksErrors, PlanningRules) {
   const Failure f = failure_of([&] { plan_sort_chunks_grad(g); });
   EXPECT_EQ(f.code, Code::null_pointer);
   EXPECT_NE(f.message.find(kB + "probs_grad must not be null when sorted_probs_grad is given"),
+            std::string::npos)
+      << f.message;
+}
+
+// sorted_index is int32: more than 2^31 chunks cannot be a permutation, so planning says so
+// before any backend sizes per-chunk work by S. Stride 0 makes such views a few bytes long.
+TEST(SortChunksErrors, MoreChunksThanInt32CanNameFailAtPlanTime) {
+  constexpr int64_t kMost = int64_t{1} << 31;
+  for (int64_t chunks : {kMost + 1, int64_t{1} << 62}) {
+    SortChunksDesc d = valid();
+    d.split_sizes = repeated(chunks);
+    d.sorted_index = d.split_sizes;
+    const Failure f = failure_of([&] { plan_sort_chunks(d); });
+    EXPECT_EQ(f.code, Code::invalid_param);
+    EXPECT_NE(f.message.find(kF + "split_sizes has " + std::to_string(chunks) +
+                             " chunks, but sorted_index is int32 and can name at most 2147483648"),
+              std::string::npos)
+        << f.message;
+  }
+  SortChunksGradDesc g = valid_grad();
+  g.split_sizes = repeated(kMost);
+  g.sorted_index = g.split_sizes;
+  EXPECT_EQ(plan_sort_chunks_grad(g, {.backend = Backend::cpu}).sizes().chunks, kMost);
+}
+
+// S = 2^24 chunks in one int32 each (stride 0) and no rows: the empty problem runs on the
+// reference, which must report the repeat at sorted_index[1] (it sizes nothing by S until the
+// rules pass; tests/fuzz/regressions/crash-sort-chunks-more-chunks-than-int32 is the input
+// that made it allocate 4 GiB).
+TEST(SortChunksErrors, ChunksRepeatedByAZeroStrideFailOnTheFirstRepeat) {
+  const int64_t chunks = int64_t{1} << 24;
+  const TensorDesc one_value = repeated(chunks);
+  const SortChunksDesc d{.tokens = desc(DType::f32, {0, H}),
+                         .split_sizes = one_value,
+                         .sorted_index = one_value,
+                         .probs = std::nullopt,
+                         .sorted_tokens = desc(DType::f32, {0, H}),
+                         .sorted_probs = std::nullopt};
+  int32_t zero = 0;
+  float row = 0;
+  const Failure f = failure_of([&] {
+    sort_chunks(d, {&row, &zero, &zero, nullptr, &row, nullptr});
+  });
+  EXPECT_EQ(f.code, Code::invalid_param);
+  EXPECT_NE(f.message.find(kF + "sorted_index[1] = 0 names the same chunk as sorted_index[0]"),
             std::string::npos)
       << f.message;
 }

@@ -3,7 +3,10 @@
 
 #include <acl/acl.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace moeperm::fuzz {
 namespace {
@@ -62,6 +65,16 @@ void check_inferred(const Case &c, const Phases &ph, aclnnStatus s1) {
                  i);
 }
 
+// Elements of an operand's view, saturating at INT64_MAX (0 when any dimension is <= 0).
+int64_t elements(const Operand &op) {
+  const std::vector<int64_t> &shape = op.host.desc.shape;
+  if (std::any_of(shape.begin(), shape.end(), [](int64_t d) { return d <= 0; })) return 0;
+  int64_t n = 1;
+  for (int64_t d : shape)
+    if (__builtin_mul_overflow(n, d, &n)) return INT64_MAX;
+  return n;
+}
+
 }  // namespace
 
 Header read_header(Reader &r, uint8_t flags) {
@@ -117,7 +130,11 @@ void drive(Case &c, const Phases &ph, uint8_t ws_mode, uint8_t extra, bool reexe
   FUZZ_CHECK(outputs_untouched() && inputs_unchanged(), "the first phase wrote a tensor");
   if (ph.infer) check_inferred(c, ph, s1);
   bool runnable = true;
-  for (const Operand &op : c.ops) runnable = runnable && (!op.present || op.runnable);
+  for (size_t i = 0; i < n; ++i) {
+    const Operand &op = c.ops[i];
+    runnable = runnable && (!op.present || op.runnable);
+    if (op.present && !c.is_output[i]) runnable = runnable && elements(op) <= kMaxInputElements;
+  }
   if (s1 != 0) {
     check_failure(ph, "GetWorkspaceSize", s1, c.tiling_rejections);
     ++g_outcomes.phase1_error;

@@ -32,6 +32,22 @@ TEST(WorkspaceLayout, SlotsStartOnTheAlignmentAndEmptySlotsTakeNoSpace) {
   EXPECT_EQ(w.bytes(c), 300u);
 }
 
+// A total that would pass 2^63 bytes is never reported wrapped (a small workspace for large
+// slots): the layout names the first slot that did not fit, and planning turns it into an error.
+TEST(WorkspaceLayout, TotalsPast2To63BytesAreNamedNotWrapped) {
+  WorkspaceLayout w;
+  w.add("small", 100);
+  EXPECT_EQ(w.too_large(), nullptr);
+  w.add("huge", (uint64_t{1} << 63) - 100);  // 256 + this, rounded up, passes 2^63
+  w.add("wrapping", ~uint64_t{0});
+  EXPECT_STREQ(w.too_large(), "huge");
+  EXPECT_EQ(w.total(), 256u);
+  WorkspaceLayout exact;
+  exact.add("all", uint64_t{1} << 63);
+  EXPECT_EQ(exact.too_large(), nullptr);
+  EXPECT_EQ(exact.total(), uint64_t{1} << 63);
+}
+
 ProblemSpec spec(int64_t T, int64_t E, int64_t K, int64_t C, bool dp, bool probs) {
   ProblemSpec s;
   s.T = T, s.H = 7, s.E = E, s.K = K, s.capacity = C;

@@ -31,6 +31,15 @@ Status derive_sizes(PlanContext &c) {
   if (z.tokens < 0 || z.hidden < 0 || z.chunks < 0)
     return inconsistent(kApi, cat("dimensions must be >= 0, got ", shape_string(x.shape),
                                   " rows and ", shape_string(sizes.shape), " split sizes"));
+  // sorted_index is int32 and must name every chunk 0 .. S-1 once: no permutation of more
+  // than 2^31 chunks can be written, so the data rules would fail whatever the values. Said
+  // here, before any backend sizes its per-chunk workspace or loops over S (a stride-0
+  // split_sizes of 2^62 elements fits in 4 bytes of memory).
+  constexpr int64_t kMaxChunks = int64_t{1} << 31;
+  if (z.chunks > kMaxChunks)
+    return inconsistent(kApi, cat("split_sizes has ", z.chunks,
+                                  " chunks, but sorted_index is int32 and can name at most ",
+                                  kMaxChunks, " (chunks 0 .. 2147483647)"));
   return Status::success();
 }
 
