@@ -2,7 +2,7 @@
 # Builds and runs the whole CTest suite twice: the ci preset (Release, warnings are errors)
 # and the asan preset (AddressSanitizer + UndefinedBehaviorSanitizer, LeakSanitizer on);
 # then the fuzz preset (clang, libFuzzer + ASan + UBSan) builds the fuzz harness and runs the
-# label `fuzz`: the corpus replay and fuzz_bounded, libFuzzer for MOEPERM_FUZZ_SECONDS (45).
+# label `fuzz`: the corpus replay and fuzz_bounded, libFuzzer on 6000 inputs seeded by the commit.
 # Labels: unit, errors, conformance, capi, robustness, fuzz, python, gpu, example, packaging,
 # structure (the source-tree rules of docs/design.md; ci preset only), slow. Ends with CTest's
 # summaries and, last, one plain line "ctest: P passed, F failed, S skipped" over both runs
