@@ -20,15 +20,9 @@ Status expert_block_ranks(const Plan &p, const void *map, int64_t *ranks, int64_
   for (int64_t b = 0; b < blocks; ++b) {
     int64_t *counts = ranks + b * E;
     std::fill(counts, counts + E, int64_t{0});
-    const int64_t mcs = p.routing_map().col_stride;
     for (int64_t t = b * kTokenBlock; t < std::min(p.T, (b + 1) * kTokenBlock); ++t) {
-      const uint8_t *m = map_row(p, map, t);
       int64_t row = 0;
-      for (int64_t e = 0; e < E; ++e) {
-        const int64_t r = m[e * mcs] != 0;
-        counts[e] += r;
-        row += r;
-      }
+      for_each_routed(p, map, t, [&](int64_t e) { ++counts[e], ++row; });
       if (max_per_row >= 0 && row > max_per_row) first_bad_row = std::min(first_bad_row, t);
     }
   }
@@ -94,13 +88,12 @@ Status check_index_rules(const Plan &p, const Buffers &b, int64_t *first_named) 
 
 void block_column_counts(const Plan &p, const void *map, int64_t *counts) {
   const int64_t E = p.E;
-  const MatrixGeom &g = p.routing_map();
 #pragma omp parallel for num_threads(num_threads()) schedule(static)
   for (int64_t b = 0; b < token_blocks(p.T); ++b) {
     int64_t *c = counts + b * E;
     std::fill(c, c + E, int64_t{0});
     for (int64_t t = b * kTokenBlock; t < std::min(p.T, (b + 1) * kTokenBlock); ++t)
-      for (int64_t e = 0; e < E; ++e) c[e] += routed_at(p.routing_map_dtype, map, g.at(t, e));
+      for_each_routed(p, map, t, [c](int64_t e) { ++c[e]; });
   }
 }
 
@@ -119,11 +112,10 @@ void build_token_csr(const Plan &p, const void *token_ids, const VectorGeom &g, 
 }
 
 int64_t experts_of(const Plan &p, const void *map, int64_t t, int64_t *experts, int64_t max_n) {
-  const uint8_t *m = map_row(p, map, t);
-  const int64_t mcs = p.routing_map().col_stride;
   int64_t n = 0;
-  for (int64_t e = 0; e < p.E && n < max_n; ++e)
-    if (m[e * mcs] != 0) experts[n++] = e;
+  for_each_routed(p, map, t, [&](int64_t e) {
+    if (n < max_n) experts[n++] = e;
+  });
   return n;
 }
 

@@ -31,9 +31,7 @@ Status permute_dropless(const Plan &p, const Buffers &b, std::byte *ws) {
       int64_t *cursor = ranks + blk * E;
       for (int64_t t = blk * kTokenBlock; t < std::min(p.T, (blk + 1) * kTokenBlock); ++t) {
         int64_t r = 0;
-        const uint8_t *m = map_row(p, b.routing_map(), t);
-        for (int64_t e = 0; e < E; ++e) {
-          if (!m[e * p.routing_map().col_stride]) continue;
+        for_each_routed(p, b.routing_map(), t, [&](int64_t e) {
           const int64_t j = cursor[e]++;
           *elem<int32_t>(b.sorted_indices(), p.sorted_indices().at(t * K + r++)) =
               static_cast<int32_t>(j);
@@ -42,7 +40,7 @@ Status permute_dropless(const Plan &p, const Buffers &b, std::byte *ws) {
           if (probs)
             copy_elem(b.permuted_probs(), p.permuted_probs().at(j), b.dense_probs(),
                       p.dense_probs().at(t, e), ps);
-        }
+        });
         for (; r < K; ++r)
           *elem<int32_t>(b.sorted_indices(), p.sorted_indices().at(t * K + r)) = -1;
       }

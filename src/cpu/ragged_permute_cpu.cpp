@@ -51,7 +51,6 @@ Status ragged_permute(const Plan &p, const Buffers &b, std::byte *ws) {
   const int64_t pairs = scan_positions(p, base);
   const int64_t blocks = token_blocks(p.T), E = p.E, C = p.C;
   const int64_t *lists = base + blocks * E;  // drop-and-pad: each expert's list's length
-  const MatrixGeom &mg = p.routing_map();
   const int64_t kept = std::min(pairs, p.R);
   auto empty = [&](int64_t r) {
     return p.drop_and_pad ? r % C >= std::min(lists[r / C], C) : r >= kept;
@@ -77,14 +76,13 @@ Status ragged_permute(const Plan &p, const Buffers &b, std::byte *ws) {
     for (int64_t blk = 0; blk < blocks; ++blk) {
       int64_t *cursor = base + blk * E;
       for (int64_t t = blk * kTokenBlock; t < std::min(p.T, (blk + 1) * kTokenBlock); ++t)
-        for (int64_t e = 0; e < E; ++e) {
-          if (!routed_at(p.routing_map_dtype, b.routing_map(), mg.at(t, e))) continue;
+        for_each_routed(p, b.routing_map(), t, [&](int64_t e) {
           const int64_t pos = cursor[e]++;
-          if (p.drop_and_pad ? pos >= C : pos >= p.R) continue;  // dropped
+          if (p.drop_and_pad ? pos >= C : pos >= p.R) return;  // dropped
           const int64_t r = p.drop_and_pad ? e * C + pos : pos;
           set_index(p, b, r, t);
           if (!p.drop_and_pad) fill(r, t, e);
-        }
+        });
     }
     // Pass 2, by row (static: rows cost the same): +0 and -1 for the empty rows (past the
     // kept pairs drop-less, past each expert's list drop-and-pad); drop-and-pad's kept rows.
