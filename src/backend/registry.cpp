@@ -67,10 +67,9 @@ Status use(Plan &plan, const Entry &e) {
         plan.api(), cat("the ", e.title, " backend lays out more than ", WorkspaceLayout::kMaxSlots,
                         " workspace slots (no room for '", slot, "')"));
   if (const char *slot = plan.workspace.too_large())
-    return inconsistent(plan.api(), cat("the ", e.title,
-                                        " backend's workspace would pass 2^63 "
-                                        "bytes at slot '",
-                                        slot, "' (the problem is too large)"));
+    return inconsistent(plan.api(),
+                        cat("the ", e.title, " backend's workspace would pass 2^63 bytes at slot '",
+                            slot, "' (the problem is too large)"));
   return Status::success();
 }
 

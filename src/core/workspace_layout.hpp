@@ -30,11 +30,13 @@ class WorkspaceLayout {
     // A total past 2^63 bytes cannot be allocated; reporting it wrapped would hand the
     // kernels a workspace smaller than the slots they index (too_large() makes it an error).
     constexpr uint64_t kLimit = uint64_t{1} << 63;
-    if (bytes > kLimit || total_ + (bytes + kAlignment - 1) / kAlignment * kAlignment > kLimit) {
+    const uint64_t rounded =
+        bytes > kLimit ? 0 : (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    if (bytes > kLimit || total_ + rounded > kLimit) {
       if (!too_large_) too_large_ = name;
       return id;
     }
-    total_ += (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    total_ += rounded;
     return id;
   }
   // The first slot that made the total pass 2^63 bytes (null when none did).

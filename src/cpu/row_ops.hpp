@@ -177,30 +177,25 @@ template <class F>
 inline void for_each_routed(const Plan &p, const void *map, int64_t t, F &&f) {
   const MatrixGeom &g = p.routing_map();
   if (p.E <= 0 || !map) return;
-  const int64_t es = element_size(p.routing_map_dtype);
-  const auto *row = static_cast<const unsigned char *>(map) + g.at(t, 0) * es;
-  auto routed_byte = [es](const unsigned char *at) {
-    if (es == 1) return *at != 0;
-    int32_t v;
-    std::memcpy(&v, at, sizeof v);
-    return v != 0;
-  };
+  const DType dt = p.routing_map_dtype;
+  const int64_t first = g.at(t, 0);  // element offset of column 0
   if (g.col_stride != 1) {
     for (int64_t e = 0; e < p.E; ++e)
-      if (routed_byte(row + e * g.col_stride * es)) f(e);
+      if (routed_at(dt, map, g.at(t, e))) f(e);
     return;
   }
-  const int64_t bytes = p.E * es;
-  int64_t i = 0;
-  for (; i + 8 <= bytes; i += 8) {
+  const int64_t per_word = 8 / element_size(dt);  // columns in 8 bytes
+  const auto *row = static_cast<const unsigned char *>(map) + first * element_size(dt);
+  int64_t e = 0;
+  for (; e + per_word <= p.E; e += per_word) {
     uint64_t word;
-    std::memcpy(&word, row + i, sizeof word);
+    std::memcpy(&word, row + e * element_size(dt), sizeof word);
     if (word == 0) continue;
-    for (int64_t k = i; k < i + 8; k += es)
-      if (routed_byte(row + k)) f(k / es);
+    for (int64_t c = e; c < e + per_word; ++c)
+      if (routed_at(dt, map, first + c)) f(c);
   }
-  for (; i < bytes; i += es)
-    if (routed_byte(row + i)) f(i / es);
+  for (; e < p.E; ++e)
+    if (routed_at(dt, map, first + e)) f(e);
 }
 
 // Calls f(T{}) with the unsigned integer type of an element of `esize` bytes (2 or 4):

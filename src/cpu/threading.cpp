@@ -34,10 +34,6 @@ int num_threads() {
   return hw > 0 ? static_cast<int>(hw) : 1;
 }
 
-}  // namespace moeperm::detail::cpu
-
-namespace moeperm::detail::cpu {
-
 TokenBlocks::TokenBlocks(int64_t T, const int64_t *rows_before, int64_t rows_per_token)
     : T_(T), rows_before_(rows_before), rows_per_token_(rows_per_token) {
   const int64_t by_size = (T + kMinTokens - 1) / kMinTokens;
