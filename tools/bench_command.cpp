@@ -38,8 +38,8 @@ int bench_command(std::span<const std::string_view> args) {
   for (const bench::CaseResult &r : results)
     std::printf("  %-14s %s\n", r.c.name.c_str(), r.plan.c_str());
   std::printf(
-      "\nmedian of %d runs after %d warm-up; memcpy = same-run multi-threaded copy moving the same "
-      "bytes\n\n",
+      "\nmedian of %d runs after %d warm-up; memcpy = the faster of two same-run multi-threaded "
+      "copies moving the same bytes (the C library's memcpy, a streaming copy)\n\n",
       o.bench.runs, o.bench.warmup);
   bench::print_table(std::cout, results);
   if (!o.json_path.empty()) {
