@@ -24,6 +24,12 @@ inline constexpr int64_t kSumTile = 1024;
 // K source rows are K concurrent streams, more than the hardware prefetcher follows well.
 // (A prefetch past the end of a row is harmless: prefetches never fault.)
 inline constexpr int64_t kPrefetchAhead = 1024;
+// The bf16 pair sums look twice as far (sum_pairs_impl): on the Zen 4 VM 2 KiB took the
+// DeepSeek-like sums 3-9% and the Mixtral-like unpermutes 10-20% faster with two threads when
+// the memory is fast, and up to 4% (one thread: up to 11%) when it is slow; the fp32
+// drop-and-pad sums (one 28 KiB row per token, mostly) lost 2-8% with it, so the generic
+// kernels keep 1 KiB (docs/cpu-performance.md, experiment 20).
+inline constexpr int64_t kPairSumPrefetchAhead = 2048;
 // Where a prefetched line goes (__builtin_prefetch's locality). The sums read K rows at once,
 // and K rows' lines 1 KiB ahead are more misses than a core's L1 tracks: prefetched into L2
 // they all arrive (one thread, Zen 4: permute Grad 28 -> 23 ms, unpermute 30 -> 25 ms). The
@@ -31,7 +37,7 @@ inline constexpr int64_t kPrefetchAhead = 1024;
 // only: 55 -> 62 ms): it prefetches at two distances (prefetch_x_rows). docs/cpu-performance.md,
 // experiments 11 and 15.
 enum class PrefetchTo { l2 = 2, l1 = 3 };
-// Every 64-byte line of the kBytes at p, kPrefetchAhead bytes ahead. One prefetch per block
+// Every 64-byte line of the kBytes at p, kAhead bytes ahead. One prefetch per block
 // is not enough where a block spans several lines (AVX-512, and fp32 on AVX2): the lines it
 // skips arrive on demand, and a sum over K rows stalls on K streams (docs/cpu-performance.md,
 // experiment 10). Nothing where the policy does not prefetch (Pol::kPrefetch: scalar).
@@ -39,10 +45,10 @@ enum class PrefetchTo { l2 = 2, l1 = 3 };
 // The prefetch helpers are always inlined: GCC 12's IPA mod-ref summarises a helper that only
 // prefetches as free of side effects and deletes the call (experiment 15 lost every
 // prefetch of scale_dot that way, silently: prefetches change no result).
-template <class Pol, int64_t kBytes, PrefetchTo kTo>
+template <class Pol, int64_t kBytes, PrefetchTo kTo, int64_t kAhead = kPrefetchAhead>
 [[gnu::always_inline]] inline void prefetch_ahead(const void *p) {
   if constexpr (Pol::kPrefetch) {
-    const char *ahead = static_cast<const char *>(p) + kPrefetchAhead;
+    const char *ahead = static_cast<const char *>(p) + kAhead;
     for (int64_t off = 0; off < kBytes; off += 64)
       __builtin_prefetch(ahead + off, 0, static_cast<int>(kTo));
   }

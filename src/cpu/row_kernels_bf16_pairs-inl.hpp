@@ -110,7 +110,7 @@ void sum_pairs_impl(void *dst_v, const void *const *srcs_v, const float *weights
           x[u] = first ? P::zero() : P::load_acc(acc + i + P::L * u);
         for (int64_t k = g0; k < g1; ++k) {
           const uint16_t *src = srcs[k] + h0 + i;
-          prefetch_ahead<P, 2 * kBlock, PrefetchTo::l2>(src);
+          prefetch_ahead<P, 2 * kBlock, PrefetchTo::l2, kPairSumPrefetchAhead>(src);
           const V w = P::set1(weight(k));
           for (int half = 0; half < kLoads; ++half) {
             const typename P::I v = P::load(src + kHalf * half);
