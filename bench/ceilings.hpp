@@ -34,22 +34,18 @@ class Ceilings {
   double memcpy_ms(double bytes, int threads);
 
   // The operator's own traffic, moved as plainly as it can be: of `t.reads` bytes read and
-  // `t.writes` bytes written, the smaller amount is copied (the faster of the two copies,
-  // as above) and the rest of the
-  // larger stream is written with non-temporal stores (where the ISA has them) or read,
-  // each thread its share. The memcpy ratio assumes half reads and half writes; on a host
-  // whose memory writes more slowly than it reads, a write-heavy operator (the permute
-  // writes K times what it reads) sits above that ratio but near this one
-  // (docs/cpu-performance.md).
+  // `t.writes` bytes written, the smaller amount is copied (the faster of the two copies, as
+  // above) and the rest of the larger stream is written with non-temporal stores (where the
+  // ISA has them) or read, each thread its share. The memcpy ratio assumes half reads and
+  // half writes; on a host where a one-way stream is slower than a copy, an operator that
+  // mostly writes (the permute writes K times what it reads) or mostly reads (the sums) sits
+  // above that ratio but near this one (docs/cpu-performance.md).
   double traffic_ms(const problem_model::Traffic &t, int threads);
 
  private:
   double copy_ms(CopyKind kind, double bytes, int threads);
   double traffic_ms(CopyKind kind, const problem_model::Traffic &t, int threads);
-  // Which copy a ceiling times first: libc on odd calls, stream on even ones.
-  static CopyKind alternate(uint64_t &calls);
-
-  uint64_t memcpy_calls_ = 0, traffic_calls_ = 0;
+  uint64_t memcpy_calls_ = 0, traffic_calls_ = 0;  // which copy goes first alternates
   size_t size_;
   std::unique_ptr<std::byte[], void (*)(std::byte *)> arena_;
   volatile uint64_t sink_ = 0;  // the reads' sum, so that they cannot be optimised away
