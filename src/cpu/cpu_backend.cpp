@@ -9,10 +9,14 @@
 namespace moeperm::detail {
 namespace {
 
-// Outputs too large to stay in the cache bypass it: skipping the read-for-ownership of each
-// destination line saves a third of the traffic of a copy (cpu::streaming_store_bytes).
-bool streams(const Plan &p, int64_t output_rows) {
-  return output_rows * p.H * element_size(p.value_dtype) >= cpu::streaming_store_bytes();
+// Outputs that cannot stay in the cache bypass it: skipping the read-for-ownership of each
+// destination line saves a third of the traffic of a copy. Too large, or written while the
+// call reads more than the cache holds (cpu::streams_output). input_rows: the rows of H
+// elements the call reads.
+bool streams(const Plan &p, int64_t output_rows, int64_t input_rows) {
+  const int64_t row = p.H * element_size(p.value_dtype);
+  return cpu::streams_output(output_rows * row, (output_rows + input_rows) * row,
+                             cpu::streaming_store_bytes());
 }
 
 void add_block_ranks(Plan &p) {
@@ -34,14 +38,14 @@ void add_slot_values(Plan &p) {
 
 // Forward: writes [R, H]; drop-less needs the expert-major ranks.
 Status prepare_permute(Plan &p) {
-  p.stream_stores = streams(p, p.R);
+  p.stream_stores = streams(p, p.R, p.T);
   if (!p.drop_and_pad) add_block_ranks(p);
   return Status::success();
 }
 
 // Grad: writes [T, H]; drop-less probs need the ranks, drop-and-pad groups slots by token.
 Status prepare_permute_grad(Plan &p) {
-  p.stream_stores = streams(p, p.T);
+  p.stream_stores = streams(p, p.T, p.R);
   if (!p.drop_and_pad && p.probs == ProbsWork::compute) add_block_ranks(p);
   if (p.drop_and_pad) add_token_csr(p);
   return Status::success();
@@ -49,7 +53,7 @@ Status prepare_permute_grad(Plan &p) {
 
 // Unpermute: writes [T, H]; drop-and-pad groups slots by token and keeps their weights.
 Status prepare_unpermute(Plan &p) {
-  p.stream_stores = streams(p, p.T);
+  p.stream_stores = streams(p, p.T, p.R);
   if (p.drop_and_pad) {
     add_token_csr(p);
     add_slot_values(p);
@@ -60,7 +64,7 @@ Status prepare_unpermute(Plan &p) {
 // Unpermute Grad: writes [R, H]; outIndex's uniqueness check records each row's first
 // slot; drop-and-pad dP keeps its dot products in slot order.
 Status prepare_unpermute_grad(Plan &p) {
-  p.stream_stores = streams(p, p.R);
+  p.stream_stores = streams(p, p.R, p.T + (p.has(Role::saved_permuted) ? p.R : 0));
   p.ws_slot[cpu::kSlotFirstNamed] =
       p.workspace.add("first_named", static_cast<uint64_t>(p.R) * sizeof(int64_t));
   if (p.drop_and_pad && p.probs == ProbsWork::compute) add_slot_values(p);
@@ -69,7 +73,7 @@ Status prepare_unpermute_grad(Plan &p) {
 
 // Ragged permute: writes [R, H]; per-block counts and each expert's list length.
 Status prepare_ragged_permute(Plan &p) {
-  p.stream_stores = streams(p, p.R);
+  p.stream_stores = streams(p, p.R, p.T);
   p.ws_slot[cpu::kSlotBlockRanks] =
       p.workspace.add("block_positions",
                       static_cast<uint64_t>((cpu::token_blocks(p.T) + 1) * p.E) * sizeof(int64_t));
@@ -88,7 +92,7 @@ void add_ragged_rows(Plan &p, bool need_experts) {
 
 // Ragged unpermute: writes [T, H]; with probs, each row's weight in token order.
 Status prepare_ragged_unpermute(Plan &p) {
-  p.stream_stores = streams(p, p.T);
+  p.stream_stores = streams(p, p.T, p.R);
   add_ragged_rows(p, p.has(Role::dense_probs));
   if (p.has(Role::dense_probs)) add_slot_values(p);
   return Status::success();
@@ -96,14 +100,14 @@ Status prepare_ragged_unpermute(Plan &p) {
 
 // Ragged permute Grad: writes [T, H].
 Status prepare_ragged_permute_grad(Plan &p) {
-  p.stream_stores = streams(p, p.T);
+  p.stream_stores = streams(p, p.T, p.R);
   add_ragged_rows(p, p.probs == ProbsWork::compute);
   return Status::success();
 }
 
 // Ragged unpermute Grad: writes [R, H].
 Status prepare_ragged_unpermute_grad(Plan &p) {
-  p.stream_stores = streams(p, p.R);
+  p.stream_stores = streams(p, p.R, p.T + (p.has(Role::saved_permuted) ? p.R : 0));
   add_ragged_rows(p, p.has(Role::dense_probs));
   return Status::success();
 }
@@ -111,7 +115,7 @@ Status prepare_ragged_unpermute_grad(Plan &p) {
 // sort_chunks (both directions): writes [T, H]; the chunks' starts and sorted_index's
 // uniqueness check.
 Status prepare_sort_chunks(Plan &p) {
-  p.stream_stores = streams(p, p.T);
+  p.stream_stores = streams(p, p.T, p.T);
   p.ws_slot[cpu::kSlotChunkStarts] =
       p.workspace.add("chunk_starts", static_cast<uint64_t>(2 * p.S + 1) * sizeof(int64_t));
   p.ws_slot[cpu::kSlotFirstNamed] =

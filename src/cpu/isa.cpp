@@ -105,6 +105,10 @@ int64_t streaming_threshold_for_cache(int64_t l3_bytes) {
   return std::clamp<int64_t>(l3_bytes / 2, int64_t{4} << 20, int64_t{32} << 20);
 }
 
+bool streams_output(int64_t output_bytes, int64_t moved_bytes, int64_t threshold) {
+  return output_bytes >= threshold || moved_bytes / 2 >= threshold;
+}
+
 const RowKernels &row_kernels(Isa isa) {
 #if defined(MOEPERM_HAVE_X86_ISAS)
   switch (isa) {

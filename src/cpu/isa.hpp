@@ -17,7 +17,8 @@ Isa best_isa();
 // CPU has, so a forced variant never crashes), else best_isa().
 Isa selected_isa();
 
-// Outputs of at least this many bytes are written with non-temporal stores:
+// Outputs of at least this many bytes are written with non-temporal stores (and smaller ones
+// where the call moves twice as many: streams_output):
 // streaming_threshold_for_cache of the level-3 cache cpu0 shares, or
 // MOEPERM_CPU_STREAMING_BYTES when set to a byte count. Below it, an output can stay in the
 // cache for whoever reads it next, and cached stores are faster; above it they only add a
@@ -30,6 +31,14 @@ int64_t streaming_store_bytes();
 // there, an output of 7 MB and up whose lines are not already cached is written 10-55%
 // faster streamed, and a cached one at most 15% faster when they are.
 int64_t streaming_threshold_for_cache(int64_t l3_bytes);
+// Whether a call writes its output of output_bytes with non-temporal stores, given the bytes
+// it moves in all (reads + writes) and the threshold above: when the output reaches the
+// threshold, or when the call moves twice the threshold (the whole level-3 cache): its own
+// reads then evict the destination lines before anyone reads them again, so a cached store
+// only adds a read of each line. A sum over K rows reads K times what it writes: at T = 512
+// and 1024 of the DeepSeek-like layer (7 and 15 MB out, 59 and 117 MB read) streaming took
+// the sums 6%-15% faster (docs/cpu-performance.md, experiment 22).
+bool streams_output(int64_t output_bytes, int64_t moved_bytes, int64_t threshold);
 
 // dst[0..n) = round(sum over k = 0..nsrc-1, ascending, of srcs[k][0..n)), fp32 accumulation
 // starting from +0, one rounding (SPEC §4); nsrc == 0 writes +0. Rows are contiguous.
