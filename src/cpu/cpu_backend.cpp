@@ -19,6 +19,11 @@ bool streams(const Plan &p, int64_t output_rows, int64_t input_rows) {
                              cpu::streaming_store_bytes());
 }
 
+// The rows an unpermute Grad reads: dY's T, and X's R where it takes the probs gradient.
+int64_t unpermute_grad_rows_read(const Plan &p) {
+  return p.T + (p.has(Role::saved_permuted) ? p.R : 0);
+}
+
 void add_block_ranks(Plan &p) {
   p.ws_slot[cpu::kSlotBlockRanks] = p.workspace.add(
       "expert_block_ranks", static_cast<uint64_t>(cpu::token_blocks(p.T) * p.E) * sizeof(int64_t));
@@ -64,7 +69,7 @@ Status prepare_unpermute(Plan &p) {
 // Unpermute Grad: writes [R, H]; outIndex's uniqueness check records each row's first
 // slot; drop-and-pad dP keeps its dot products in slot order.
 Status prepare_unpermute_grad(Plan &p) {
-  p.stream_stores = streams(p, p.R, p.T + (p.has(Role::saved_permuted) ? p.R : 0));
+  p.stream_stores = streams(p, p.R, unpermute_grad_rows_read(p));
   p.ws_slot[cpu::kSlotFirstNamed] =
       p.workspace.add("first_named", static_cast<uint64_t>(p.R) * sizeof(int64_t));
   if (p.drop_and_pad && p.probs == ProbsWork::compute) add_slot_values(p);
@@ -107,7 +112,7 @@ Status prepare_ragged_permute_grad(Plan &p) {
 
 // Ragged unpermute Grad: writes [R, H].
 Status prepare_ragged_unpermute_grad(Plan &p) {
-  p.stream_stores = streams(p, p.R, p.T + (p.has(Role::saved_permuted) ? p.R : 0));
+  p.stream_stores = streams(p, p.R, unpermute_grad_rows_read(p));
   add_ragged_rows(p, p.has(Role::dense_probs));
   return Status::success();
 }

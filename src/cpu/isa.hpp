@@ -37,7 +37,7 @@ int64_t streaming_threshold_for_cache(int64_t l3_bytes);
 // reads then evict the destination lines before anyone reads them again, so a cached store
 // only adds a read of each line. A sum over K rows reads K times what it writes: at T = 512
 // and 1024 of the DeepSeek-like layer (7 and 15 MB out, 59 and 117 MB read) streaming took
-// the sums 6%-15% faster (docs/cpu-performance.md, experiment 22).
+// the sums 5%-15% faster (docs/cpu-performance.md, experiment 22).
 bool streams_output(int64_t output_bytes, int64_t moved_bytes, int64_t threshold);
 
 // dst[0..n) = round(sum over k = 0..nsrc-1, ascending, of srcs[k][0..n)), fp32 accumulation
