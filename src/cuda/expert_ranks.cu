@@ -32,16 +32,24 @@ struct Cell {
   bool valid;  // the lane's token exists
 };
 
-// The warp's cell; false when the warp has none (whole warps exit together).
-__device__ __forceinline__ bool cell_of_warp(int64_t T, int64_t tiles, int64_t chunks, Cell &c) {
-  const int64_t w = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-  if (w >= tiles * chunks) return false;
+// Cells are handed to warps by a warp-stride loop (the grid is capped: grid_of):
+//   for (int64_t w = first_warp(); w < cells; w += grid_warps())
+// w is the same for a warp's 32 lanes, so whole warps enter and leave each step together
+// and every ballot and shuffle sees all 32 lanes.
+__device__ __forceinline__ int64_t first_warp() {
+  return (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+}
+__device__ __forceinline__ int64_t grid_warps() {
+  return static_cast<int64_t>(gridDim.x) * blockDim.x / 32;
+}
+__device__ __forceinline__ Cell cell_at(int64_t w, int64_t T, int64_t chunks) {
+  Cell c;
   c.tile = w / chunks;
   c.chunk = w % chunks;
   c.t = c.tile * 32 + lane();
   c.e0 = c.chunk * kChunk;
   c.valid = c.t < T;
-  return true;
+  return c;
 }
 
 // Bit i: token c.t is routed to expert c.e0 + i (any nonzero element routes: bool, int8,
@@ -71,17 +79,18 @@ unsigned blocks_for_cells(int64_t cells) {
 
 __global__ void count_cells_kernel(DMatrix map, int64_t T, int64_t E, int64_t tiles, int64_t chunks,
                                    int32_t *tile_counts, int32_t *chunk_counts) {
-  Cell c;
-  if (!cell_of_warp(T, tiles, chunks, c)) return;
-  const unsigned bits = routing_bits(map, E, c);
-  int32_t mine = 0;  // lane i: the tile's routed tokens for expert e0 + i
+  for (int64_t w = first_warp(); w < tiles * chunks; w += grid_warps()) {
+    const Cell c = cell_at(w, T, chunks);
+    const unsigned bits = routing_bits(map, E, c);
+    int32_t mine = 0;  // lane i: the tile's routed tokens for expert e0 + i
 #pragma unroll
-  for (int i = 0; i < kChunk; ++i) {
-    const unsigned m = __ballot_sync(kFull, (bits >> i) & 1u);
-    if (lane() == static_cast<unsigned>(i)) mine = __popc(m);
+    for (int i = 0; i < kChunk; ++i) {
+      const unsigned m = __ballot_sync(kFull, (bits >> i) & 1u);
+      if (lane() == static_cast<unsigned>(i)) mine = __popc(m);
+    }
+    if (c.e0 + lane() < E) tile_counts[(c.e0 + lane()) * tiles + c.tile] = mine;
+    if (c.valid) chunk_counts[c.t * chunks + c.chunk] = __popc(bits);
   }
-  if (c.e0 + lane() < E) tile_counts[(c.e0 + lane()) * tiles + c.tile] = mine;
-  if (c.valid) chunk_counts[c.t * chunks + c.chunk] = __popc(bits);
 }
 
 __global__ void check_rows_kernel(const int32_t *chunk_counts, int64_t T, int64_t chunks, int64_t K,
@@ -176,51 +185,53 @@ __global__ void rank_forward_dropless_kernel(DMatrix map, int64_t T, int64_t E, 
                                              DVector sorted, DMatrix probs, DVector permuted_probs,
                                              bool with_probs, const DeviceStatus *status) {
   if (status->failed) return;
-  Cell c;
-  if (!cell_of_warp(T, tiles, chunks, c)) return;
-  const unsigned bits = routing_bits(map, E, c);
-  const ExpertBases b = expert_bases(c, E, tiles, scan, offsets);
-  int64_t slot = 0;  // token t's experts in earlier chunks
-  if (c.valid)
-    for (int64_t k = 0; k < c.chunk; ++k) slot += chunk_counts[c.t * chunks + k];
+  for (int64_t w = first_warp(); w < tiles * chunks; w += grid_warps()) {
+    const Cell c = cell_at(w, T, chunks);
+    const unsigned bits = routing_bits(map, E, c);
+    const ExpertBases b = expert_bases(c, E, tiles, scan, offsets);
+    int64_t slot = 0;  // token t's experts in earlier chunks
+    if (c.valid)
+      for (int64_t k = 0; k < c.chunk; ++k) slot += chunk_counts[c.t * chunks + k];
 #pragma unroll
-  for (int i = 0; i < kChunk; ++i) {
-    const bool r = (bits >> i) & 1u;
-    const unsigned m = __ballot_sync(kFull, r);
-    const int64_t start = __shfl_sync(kFull, b.offset + b.before_tile, i);
-    if (r) {
-      const int64_t j = start + __popc(m & lanes_below());
-      const int64_t s = slot + __popc(bits & ((1u << i) - 1u));
-      *reinterpret_cast<int32_t *>(sorted.at(c.t * K + s)) = static_cast<int32_t>(j);
-      if (with_probs) copy_element(permuted_probs.at(j), probs.at(c.t, c.e0 + i), probs.es);
+    for (int i = 0; i < kChunk; ++i) {
+      const bool r = (bits >> i) & 1u;
+      const unsigned m = __ballot_sync(kFull, r);
+      const int64_t start = __shfl_sync(kFull, b.offset + b.before_tile, i);
+      if (r) {
+        const int64_t j = start + __popc(m & lanes_below());
+        const int64_t s = slot + __popc(bits & ((1u << i) - 1u));
+        *reinterpret_cast<int32_t *>(sorted.at(c.t * K + s)) = static_cast<int32_t>(j);
+        if (with_probs) copy_element(permuted_probs.at(j), probs.at(c.t, c.e0 + i), probs.es);
+      }
     }
+    // The last chunk's warp knows the token's total: its remaining slots hold -1.
+    if (c.valid && c.chunk == chunks - 1)
+      for (int64_t s = slot + __popc(bits); s < K; ++s)
+        *reinterpret_cast<int32_t *>(sorted.at(c.t * K + s)) = -1;
   }
-  // The last chunk's warp knows the token's total: its remaining slots hold -1.
-  if (c.valid && c.chunk == chunks - 1)
-    for (int64_t s = slot + __popc(bits); s < K; ++s)
-      *reinterpret_cast<int32_t *>(sorted.at(c.t * K + s)) = -1;
 }
 
 __global__ void rank_forward_dp_kernel(DMatrix map, int64_t T, int64_t E, int64_t C, int64_t tiles,
                                        int64_t chunks, const int32_t *scan, const int64_t *offsets,
                                        DVector sorted, const DeviceStatus *status) {
   if (status->failed) return;
-  Cell c;
-  if (!cell_of_warp(T, tiles, chunks, c)) return;
-  const unsigned bits = routing_bits(map, E, c);
-  const ExpertBases b = expert_bases(c, E, tiles, scan, offsets);
+  for (int64_t w = first_warp(); w < tiles * chunks; w += grid_warps()) {
+    const Cell c = cell_at(w, T, chunks);
+    const unsigned bits = routing_bits(map, E, c);
+    const ExpertBases b = expert_bases(c, E, tiles, scan, offsets);
 #pragma unroll
-  for (int i = 0; i < kChunk; ++i) {
-    const bool r = (bits >> i) & 1u;
-    const unsigned m = __ballot_sync(kFull, r);
-    // Tokens of the expert routed before t (the rank of t among them when t is routed).
-    const int64_t before = __shfl_sync(kFull, b.before_tile, i) + __popc(m & lanes_below());
-    const int64_t total = __shfl_sync(kFull, b.total, i);
-    if (!c.valid || c.e0 + i >= E) continue;
-    // Routed tokens first (ascending), then the unrouted ones (ascending), truncated to C.
-    const int64_t pos = r ? before : total + (c.t - before);
-    if (pos < C)
-      *reinterpret_cast<int32_t *>(sorted.at((c.e0 + i) * C + pos)) = static_cast<int32_t>(c.t);
+    for (int i = 0; i < kChunk; ++i) {
+      const bool r = (bits >> i) & 1u;
+      const unsigned m = __ballot_sync(kFull, r);
+      // Tokens of the expert routed before t (the rank of t among them when t is routed).
+      const int64_t before = __shfl_sync(kFull, b.before_tile, i) + __popc(m & lanes_below());
+      const int64_t total = __shfl_sync(kFull, b.total, i);
+      if (!c.valid || c.e0 + i >= E) continue;
+      // Routed tokens first (ascending), then the unrouted ones (ascending), truncated to C.
+      const int64_t pos = r ? before : total + (c.t - before);
+      if (pos < C)
+        *reinterpret_cast<int32_t *>(sorted.at((c.e0 + i) * C + pos)) = static_cast<int32_t>(c.t);
+    }
   }
 }
 
@@ -233,22 +244,23 @@ __global__ void rank_ragged_kernel(DMatrix map, int64_t T, int64_t E, int64_t R,
                                    DMatrix probs, DVector permuted_probs, bool with_probs,
                                    const DeviceStatus *status) {
   if (status->failed) return;
-  Cell c;
-  if (!cell_of_warp(T, tiles, chunks, c)) return;
-  const unsigned bits = routing_bits(map, E, c);
-  const ExpertBases b = expert_bases(c, E, tiles, scan, offsets);
+  for (int64_t w = first_warp(); w < tiles * chunks; w += grid_warps()) {
+    const Cell c = cell_at(w, T, chunks);
+    const unsigned bits = routing_bits(map, E, c);
+    const ExpertBases b = expert_bases(c, E, tiles, scan, offsets);
 #pragma unroll
-  for (int i = 0; i < kChunk; ++i) {
-    const bool r = (bits >> i) & 1u;
-    const unsigned m = __ballot_sync(kFull, r);
-    const int64_t before = __shfl_sync(kFull, b.before_tile, i) + __popc(m & lanes_below());
-    const int64_t offset = __shfl_sync(kFull, b.offset, i);
-    if (!r) continue;
-    const int64_t e = c.e0 + i;
-    if (drop_and_pad ? before >= C : offset + before >= R) continue;  // dropped
-    const int64_t row = drop_and_pad ? e * C + before : offset + before;
-    *reinterpret_cast<int32_t *>(sorted.at(row)) = static_cast<int32_t>(c.t);
-    if (with_probs) copy_element(permuted_probs.at(row), probs.at(c.t, e), probs.es);
+    for (int i = 0; i < kChunk; ++i) {
+      const bool r = (bits >> i) & 1u;
+      const unsigned m = __ballot_sync(kFull, r);
+      const int64_t before = __shfl_sync(kFull, b.before_tile, i) + __popc(m & lanes_below());
+      const int64_t offset = __shfl_sync(kFull, b.offset, i);
+      if (!r) continue;
+      const int64_t e = c.e0 + i;
+      if (drop_and_pad ? before >= C : offset + before >= R) continue;  // dropped
+      const int64_t row = drop_and_pad ? e * C + before : offset + before;
+      *reinterpret_cast<int32_t *>(sorted.at(row)) = static_cast<int32_t>(c.t);
+      if (with_probs) copy_element(permuted_probs.at(row), probs.at(c.t, e), probs.es);
+    }
   }
 }
 
@@ -257,21 +269,22 @@ __global__ void rank_grad_probs_kernel(DMatrix map, int64_t T, int64_t E, int64_
                                        DMatrix dense, DVector permuted_probs,
                                        const DeviceStatus *status) {
   if (status->failed) return;
-  Cell c;
-  if (!cell_of_warp(T, tiles, chunks, c)) return;
-  const unsigned bits = routing_bits(map, E, c);
-  const ExpertBases b = expert_bases(c, E, tiles, scan, offsets);
+  for (int64_t w = first_warp(); w < tiles * chunks; w += grid_warps()) {
+    const Cell c = cell_at(w, T, chunks);
+    const unsigned bits = routing_bits(map, E, c);
+    const ExpertBases b = expert_bases(c, E, tiles, scan, offsets);
 #pragma unroll
-  for (int i = 0; i < kChunk; ++i) {
-    const bool r = (bits >> i) & 1u;
-    const unsigned m = __ballot_sync(kFull, r);
-    const int64_t start = __shfl_sync(kFull, b.offset + b.before_tile, i);
-    if (!c.valid || c.e0 + i >= E) continue;
-    if (r)
-      copy_element(dense.at(c.t, c.e0 + i), permuted_probs.at(start + __popc(m & lanes_below())),
-                   dense.es);
-    else
-      zero_element(dense.at(c.t, c.e0 + i), dense.es);
+    for (int i = 0; i < kChunk; ++i) {
+      const bool r = (bits >> i) & 1u;
+      const unsigned m = __ballot_sync(kFull, r);
+      const int64_t start = __shfl_sync(kFull, b.offset + b.before_tile, i);
+      if (!c.valid || c.e0 + i >= E) continue;
+      if (r)
+        copy_element(dense.at(c.t, c.e0 + i), permuted_probs.at(start + __popc(m & lanes_below())),
+                     dense.es);
+      else
+        zero_element(dense.at(c.t, c.e0 + i), dense.es);
+    }
   }
 }
 

@@ -1,4 +1,6 @@
 // Zero fills of strided outputs, gated like every writer (Note [Device errors]).
+#include <cstdlib>
+
 #include "core/messages.hpp"
 #include "cuda/launch.hpp"
 #include "cuda/row_ops.cuh"
@@ -30,6 +32,11 @@ Status zero_vector(const DVector &v, const DeviceStatus *status, cudaStream_t st
   if (v.len == 0) return Status::success();
   zero_vector_kernel<<<grid_of((v.len + 255) / 256), 256, 0, stream>>>(v, status);
   return launched("zero_vector");
+}
+
+int64_t max_grid_blocks() {
+  static const int64_t cap = grid_cap_from(std::getenv("MOEPERM_CUDA_MAX_BLOCKS"));
+  return cap;
 }
 
 Status cuda_status(cudaError_t err, const char *what) {

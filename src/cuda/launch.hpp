@@ -10,6 +10,7 @@
 #include "core/status.hpp"
 #include "cuda/device_elements.cuh"
 #include "cuda/device_views.cuh"
+#include "cuda/grid_cap.hpp"
 
 namespace moeperm::cuda {
 
@@ -136,10 +137,11 @@ Status with_value_type(DType dtype, F &&f) {
 
 namespace moeperm::cuda {
 // Blocks for a grid-stride loop over n items (the grid's x limit is far above any real n;
-// the cap only bounds launch size, the loop covers the rest).
+// the cap only bounds launch size, the loop covers the rest). Every kernel launched with a
+// grid from here loops: the cap drops no work.
 inline unsigned grid_of(int64_t n) {
-  constexpr int64_t kMaxBlocks = int64_t{1} << 20;
-  return static_cast<unsigned>(n < kMaxBlocks ? n : kMaxBlocks);
+  const int64_t cap = max_grid_blocks();
+  return static_cast<unsigned>(n < cap ? n : cap);
 }
 // Blocks of 256 threads for a grid-stride loop with one thread per item.
 inline unsigned blocks_for(int64_t n) { return grid_of((n + 255) / 256); }
