@@ -59,15 +59,22 @@ __device__ __forceinline__ void zero_element(char *dst, int es) {
     *dst = 0;
 }
 
-// acc + v with the NaN result an x86 addss/vaddps gives (the host backends' bits, SPEC §4):
-// the first NaN operand, quieted; inf + -inf gives the "real indefinite" 0xFFC00000. CUDA's
-// add returns a canonical NaN instead. The NaN test is off the data path's critical loads.
+// The NaN an x86 add, multiply or fma returns when its result is NaN (the host backends'
+// bits, SPEC §4): the first NaN operand, quieted; with none (inf - inf, inf * 0) the "real
+// indefinite" 0xFFC00000. CUDA's arithmetic returns a canonical NaN instead. (With several NaN
+// operands x86 takes one by its instruction's operand order, which the compiler picks: no
+// specification fixes that payload, and the tests give each sum or dot at most one NaN.)
+__device__ __forceinline__ float x86_nan(float a, float b, float c) {
+  if (isnan(a)) return __uint_as_float(__float_as_uint(a) | 0x00400000u);
+  if (isnan(b)) return __uint_as_float(__float_as_uint(b) | 0x00400000u);
+  if (isnan(c)) return __uint_as_float(__float_as_uint(c) | 0x00400000u);
+  return __uint_as_float(0xffc00000u);
+}
+
+// acc + v as x86 addss/vaddps gives it. The NaN test is off the data path's critical loads.
 __device__ __forceinline__ float add_like_x86(float acc, float v) {
   const float r = __fadd_rn(acc, v);
-  if (!isnan(r)) return r;
-  if (isnan(acc)) return __uint_as_float(__float_as_uint(acc) | 0x00400000u);
-  if (isnan(v)) return __uint_as_float(__float_as_uint(v) | 0x00400000u);
-  return __uint_as_float(0xffc00000u);
+  return isnan(r) ? x86_nan(acc, v, 0.0f) : r;
 }
 
 // Copies source row `sr` of `src` to destination rows dst_rows[0..n) of `dst`, all threads
@@ -160,15 +167,17 @@ __device__ __forceinline__ void sum_rows_to_row(const DMatrix &dst, int64_t dr, 
   }
 }
 
-// a * b with the NaN an x86 mulss/vmulps gives (the host backends' bits): the first NaN
-// operand, quieted; inf * 0 gives 0xFFC00000. __fmul_rn is never contracted into an fma, so
-// the product is rounded to fp32 before it is added (SPEC-unpermute U1).
+// a * b as x86 mulss/vmulps gives it. __fmul_rn is never contracted into an fma, so the
+// product is rounded to fp32 before it is added (SPEC-unpermute U1).
 __device__ __forceinline__ float mul_like_x86(float a, float b) {
   const float r = __fmul_rn(a, b);
-  if (!isnan(r)) return r;
-  if (isnan(a)) return __uint_as_float(__float_as_uint(a) | 0x00400000u);
-  if (isnan(b)) return __uint_as_float(__float_as_uint(b) | 0x00400000u);
-  return __uint_as_float(0xffc00000u);
+  return isnan(r) ? x86_nan(a, b, 0.0f) : r;
+}
+
+// fma(a, b, c) as x86 vfmadd gives it (one rounding; U3's dot products).
+__device__ __forceinline__ float fma_like_x86(float a, float b, float c) {
+  const float r = __fmaf_rn(a, b, c);
+  return isnan(r) ? x86_nan(a, b, c) : r;
 }
 
 // The weight of source row i of a sum: none, fp32 products, or products rounded to the
@@ -253,8 +262,9 @@ __device__ __forceinline__ void scale_row_to_row(const DMatrix &dst, int64_t dr,
 
 // SPEC-unpermute U3's dot product of row ar of a and row br of b, by one warp: lane l holds
 // part[l], the fma over h = l, l + 32, ... ascending from +0; then part[l] += part[l + w] for
-// w = 16, 8, 4, 2, 1 (__shfl_down_sync adds exactly part[l + w] to lane l). Every lane
-// lane 0 returns part[0]; the other lanes return partial values.
+// w = 16, 8, 4, 2, 1 (__shfl_down_sync adds exactly part[l + w] to lane l), with x86's NaN
+// rules throughout (a NaN in a row gives the host backends' dP bits). Lane 0 returns part[0];
+// the other lanes return partial values.
 template <class V>
 __device__ __forceinline__ float warp_dot(const DMatrix &a, int64_t ar, const DMatrix &b,
                                           int64_t br) {
@@ -262,9 +272,10 @@ __device__ __forceinline__ float warp_dot(const DMatrix &a, int64_t ar, const DM
   const int lane = static_cast<int>(threadIdx.x & 31u);
   float part = 0.0f;
   for (int64_t h = lane; h < a.cols; h += 32)
-    part = __fmaf_rn(V::load(*reinterpret_cast<const S *>(a.at(ar, h))),
-                     V::load(*reinterpret_cast<const S *>(b.at(br, h))), part);
-  for (int w = 16; w >= 1; w /= 2) part = __fadd_rn(part, __shfl_down_sync(0xffffffffu, part, w));
+    part = fma_like_x86(V::load(*reinterpret_cast<const S *>(a.at(ar, h))),
+                        V::load(*reinterpret_cast<const S *>(b.at(br, h))), part);
+  for (int w = 16; w >= 1; w /= 2)
+    part = add_like_x86(part, __shfl_down_sync(0xffffffffu, part, w));
   return part;
 }
 
