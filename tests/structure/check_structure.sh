@@ -110,4 +110,10 @@ check "every Note is defined once in src/core/notes.md" "$(
 check "no import cycle among the modules of python/moeperm" "$(
   python3 "$here/structure_rules.py" imports python/moeperm)"
 
+# 8. A CUDA kernel launched with a capped grid (grid_of and the helpers over it) covers its
+#    items with a grid- or warp-stride loop: the cap must drop no work (src/cuda/grid_cap.hpp;
+#    the GPU tests' small_grids runs check the same at run time, where a GPU is lent).
+check "every CUDA kernel given a capped grid loops over it" "$(
+  python3 "$here/structure_rules.py" stride_loops src/cuda/*.cu src/cuda/*.cuh)"
+
 exit $failed

@@ -8,6 +8,9 @@ violation (no output: the rule holds).
       namespace or class level after a parameter list.
   structure_rules.py imports PACKAGE_DIR       cycles among the package's modules, counting
       every import of one module of the package by another (lazy ones inside functions too).
+  structure_rules.py stride_loops FILE...      CUDA kernels launched with a grid from grid_of,
+      blocks_for, blocks_for_cells or grid_for_threads (capped: src/cuda/grid_cap.hpp) whose
+      body never reads gridDim or grid_warps(), so that no loop carries it past its first grid.
 """
 
 import ast
@@ -113,11 +116,55 @@ def imports(package_dir):
         visit(m, m, [m])
 
 
+CAPPED_LAUNCH = re.compile(
+    r"\b(\w+)\s*(?:<[^<>;]*>)?\s*<<<\s*(?:grid_of|blocks_for|blocks_for_cells|grid_for_threads)\(")
+KERNEL = re.compile(r"__global__\s+void\s+(\w+)\s*\(")
+
+
+def kernel_bodies(code):
+    """{name: body} of the __global__ functions in blanked C++ source (body: the text between
+    the braces that follow the parameter list)."""
+    bodies = {}
+    for m in KERNEL.finditer(code):
+        open_at = code.index("{", m.end())
+        depth, i = 0, open_at
+        while True:
+            depth += {"{": 1, "}": -1}.get(code[i], 0)
+            if depth == 0:
+                break
+            i += 1
+        bodies[m.group(1)] = code[open_at:i + 1]
+    return bodies
+
+
+def stride_loops(paths):
+    code = {}
+    for path in paths:
+        with open(path, encoding="utf-8") as f:
+            code[path] = blank_comments_and_literals(f.read())
+    shared = {}  # kernels of headers, seen by every file
+    for path in paths:
+        if not path.endswith(".cu"):
+            shared.update(kernel_bodies(code[path]))
+    for path in paths:
+        bodies = {**shared, **kernel_bodies(code[path])}
+        for m in CAPPED_LAUNCH.finditer(code[path]):
+            name = m.group(1)
+            line = code[path].count("\n", 0, m.start()) + 1
+            body = bodies.get(name)
+            if body is None:
+                print(f"{path}:{line}: {name} is launched, but its definition was not found")
+            elif "gridDim" not in body and "grid_warps()" not in body:
+                print(f"{path}:{line}: {name} gets a capped grid but has no grid-stride loop")
+
+
 def main(argv):
     if len(argv) >= 3 and argv[1] == "functions":
         functions(int(argv[2]), argv[3:])
     elif len(argv) == 3 and argv[1] == "imports":
         imports(argv[2])
+    elif len(argv) >= 3 and argv[1] == "stride_loops":
+        stride_loops(argv[2:])
     else:
         sys.exit(__doc__)
 
