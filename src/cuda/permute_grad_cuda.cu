@@ -104,8 +104,6 @@ __global__ void scatter_probs_kernel(DMatrix dense, DVector P, const int64_t *va
   }
 }
 
-unsigned grid_for_threads(int64_t n, int threads) { return grid_of((n + threads - 1) / threads); }
-
 }  // namespace
 
 // Bits of the sort key: enough for every token id and for T (the key of a -1; the check
@@ -120,8 +118,8 @@ Status sort_slots_by_token(const detail::Plan &p, const DVector &ids, const Work
                            cudaStream_t stream, const int32_t **keys_out,
                            const int64_t **values_out) {
   const int64_t R = ids.len;
-  make_pairs_kernel<<<grid_for_threads(R, 256), 256, 0, stream>>>(ids, p.T, ws.sort_keys,
-                                                                  ws.sort_values, ws.status);
+  make_pairs_kernel<<<blocks_for(R), 256, 0, stream>>>(ids, p.T, ws.sort_keys, ws.sort_values,
+                                                       ws.status);
   MOEPERM_TRY(launched("make_pairs"));
   cub::DoubleBuffer<int32_t> keys(ws.sort_keys, ws.sort_keys + R);
   cub::DoubleBuffer<int64_t> values(ws.sort_values, ws.sort_values + R);
@@ -132,8 +130,8 @@ Status sort_slots_by_token(const detail::Plan &p, const DVector &ids, const Work
   MOEPERM_TRY(cuda_status(
       cudaMemsetAsync(ws.token_runs, 0, static_cast<size_t>(2 * p.T) * sizeof(int64_t), stream),
       "cudaMemsetAsync"));
-  run_bounds_kernel<<<grid_for_threads(R, 256), 256, 0, stream>>>(keys.Current(), R, p.T,
-                                                                  ws.token_runs, ws.status);
+  run_bounds_kernel<<<blocks_for(R), 256, 0, stream>>>(keys.Current(), R, p.T, ws.token_runs,
+                                                       ws.status);
   MOEPERM_TRY(launched("run_bounds"));
   *keys_out = keys.Current();
   *values_out = values.Current();
@@ -153,8 +151,8 @@ Status permute_grad(const detail::Plan &p, const detail::Buffers &b, const Works
   // 1. Checks (SPEC §5.7) before any write.
   if (p.R > 0) {
     const detail::IndexRange range = detail::index_range(p);
-    check_indices_kernel<<<grid_for_threads(p.R, 256), 256, 0, stream>>>(
-        S, 0, range.bound, range.allows_minus_one, ws.status);
+    check_indices_kernel<<<blocks_for(p.R), 256, 0, stream>>>(S, 0, range.bound,
+                                                              range.allows_minus_one, ws.status);
     MOEPERM_TRY(launched("check_indices"));
   }
   if (probs_from_ranks) {
@@ -183,8 +181,8 @@ Status permute_grad(const detail::Plan &p, const detail::Buffers &b, const Works
       }));
       if (p.probs == detail::ProbsWork::compute) {
         MOEPERM_TRY(zero_matrix(dense, ws.status, stream));
-        scatter_probs_kernel<<<grid_for_threads(p.T, 256), 256, 0, stream>>>(
-            dense, P, values, ws.token_runs, p.T, p.C, ws.status);
+        scatter_probs_kernel<<<blocks_for(p.T), 256, 0, stream>>>(dense, P, values, ws.token_runs,
+                                                                  p.T, p.C, ws.status);
         MOEPERM_TRY(launched("scatter_probs"));
       }
     } else {

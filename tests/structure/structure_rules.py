@@ -9,8 +9,8 @@ violation (no output: the rule holds).
   structure_rules.py imports PACKAGE_DIR       cycles among the package's modules, counting
       every import of one module of the package by another (lazy ones inside functions too).
   structure_rules.py stride_loops FILE...      CUDA kernels launched with a grid from grid_of,
-      blocks_for, blocks_for_cells or grid_for_threads (capped: src/cuda/grid_cap.hpp) whose
-      body never reads gridDim or grid_warps(), so that no loop carries it past its first grid.
+      blocks_for or blocks_for_cells (capped: src/cuda/grid_cap.hpp) whose body never reads
+      gridDim or grid_warps(), so that no loop carries it past its first grid.
 """
 
 import ast
@@ -117,7 +117,7 @@ def imports(package_dir):
 
 
 CAPPED_LAUNCH = re.compile(
-    r"\b(\w+)\s*(?:<[^<>;]*>)?\s*<<<\s*(?:grid_of|blocks_for|blocks_for_cells|grid_for_threads)\(")
+    r"\b(\w+)\s*(?:<[^<>;]*>)?\s*<<<\s*(?:grid_of|blocks_for|blocks_for_cells)\(")
 KERNEL = re.compile(r"__global__\s+void\s+(\w+)\s*\(")
 
 
